@@ -1,0 +1,3 @@
+from lsp_infer.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,51 @@
+"""The one interface every completion backend implements.
+
+A backend turns a :class:`CompletionJob` (document text, cursor, budgets, a stop
+predicate) into a :class:`Generation`. The in-process llama.cpp backend runs it on
+the model lane; the OpenAI-compatible backend sends it over HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from lsp_infer.scheduling import CancelToken
+
+StopReason = Literal["end", "max_tokens", "stopped", "deadline", "context_full"]
+
+
+class BackendUnavailable(Exception):
+    """The backend cannot serve requests now (model missing, still loading, failed)."""
+
+
+@dataclass(frozen=True)
+class CompletionJob:
+    text: str  # the whole document snapshot
+    offset: int  # cursor, as an index into text
+    budget_tokens: int  # prompt budget for the text around the cursor
+    max_tokens: int
+    # Decoding stops once this much time (seconds) has passed after the prompt was
+    # evaluated; the lines completed by then are kept.
+    decode_seconds: float
+    # Called with the text so far after each token; True ends generation early.
+    should_stop: Callable[[str], bool] = field(default=lambda _text: False)
+
+
+@dataclass(frozen=True)
+class Generation:
+    text: str
+    stop_reason: StopReason
+    prompt_tokens: int = 0
+    # Prompt tokens whose KV state was reused from the previous request.
+    prompt_tokens_reused: int = 0
+    generated_tokens: int = 0
+    prompt_seconds: float = 0.0
+    decode_seconds: float = 0.0
+
+
+class Backend(Protocol):
+    name: str
+
+    async def complete(self, job: CompletionJob, cancel: CancelToken) -> Generation: ...

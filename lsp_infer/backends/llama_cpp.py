@@ -1,0 +1,312 @@
+"""The in-process llama.cpp backend (llama-cpp-python), run on the model lane.
+
+One ``Llama`` context, one KV cache, touched only from the lane's thread. Each
+request reuses the KV state of the longest token prefix it shares with the
+previous one (so a keystroke evaluates only what changed), decodes greedily, and
+checks its cancel token between tokens — and, through llama.cpp's abort callback,
+inside prompt evaluation too.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from lsp_infer.backends import BackendUnavailable, CompletionJob, Generation, StopReason
+from lsp_infer.config import ModelSettings
+from lsp_infer.context import fit_window
+from lsp_infer.models import ModelError, Progress, ResolvedModel, resolve_model
+from lsp_infer.prompts import TEMPLATES, FimTemplate, Prompt, Special, detect_template
+from lsp_infer.scheduling import CancelToken, ModelLane
+
+log = logging.getLogger(__name__)
+
+# Room kept free in the context beyond prompt + max_tokens.
+_CONTEXT_MARGIN = 8
+
+LoadState = Literal["not loaded", "loading", "ready", "failed"]
+
+
+def default_threads() -> int:
+    try:
+        available = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        available = os.cpu_count() or 1
+    return max(1, min(available, 8))
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    resolved: ResolvedModel
+    name: str
+    architecture: str
+    template: FimTemplate
+    n_ctx: int
+    n_threads: int
+    load_seconds: float
+
+
+def _common_prefix(a: Any, b: list[int]) -> int:
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(diff[0]) if diff.size else n
+
+
+class LlamaCppBackend:
+    """Completions from a GGUF model in this process."""
+
+    name = "llama.cpp"
+
+    def __init__(self, lane: ModelLane) -> None:
+        self.lane = lane
+        self.state: LoadState = "not loaded"
+        self.error: str | None = None
+        self.loaded: LoadedModel | None = None
+        self._settings: ModelSettings | None = None
+        self._llm: Any = None
+        self._vocab: Any = None
+        self._stop_ids: frozenset[int] = frozenset()
+        self._special_ids: dict[str, int] = {}
+        # The request whose work is on the lane now; read by llama.cpp's abort callback.
+        self._active: CancelToken | None = None
+        self._abort_callback: Any = None  # keep a reference: llama.cpp holds a raw pointer
+
+    # -- loading (on the lane) ------------------------------------------------------
+
+    async def load(self, settings: ModelSettings, progress: Progress | None = None) -> None:
+        await self.lane.run(self.load_blocking, settings, progress)
+
+    def load_blocking(self, settings: ModelSettings, progress: Progress | None = None) -> None:
+        """(Re)load the model for these settings; no-op if they did not change."""
+        if self.state == "ready" and settings == self._settings:
+            return
+        self.state, self.error = "loading", None
+        self._close()
+        try:
+            self.loaded = self._load(settings, progress)
+        except (ModelError, ValueError, RuntimeError, OSError) as exc:
+            self.state, self.error = "failed", str(exc)
+            self._settings = settings
+            log.error("model not loaded: %s", exc)
+            return
+        self._settings = settings
+        self.state = "ready"
+        log.info(
+            "model ready: %s (%s, template %s, n_ctx %d, %d threads) in %.2fs",
+            self.loaded.name,
+            self.loaded.resolved.path,
+            self.loaded.template.name,
+            self.loaded.n_ctx,
+            self.loaded.n_threads,
+            self.loaded.load_seconds,
+        )
+
+    def _load(self, settings: ModelSettings, progress: Progress | None) -> LoadedModel:
+        from llama_cpp import Llama  # imported here: it loads a shared library
+
+        started = time.monotonic()
+        resolved = resolve_model(settings.path, settings.sha256, progress)
+        threads = settings.n_threads or default_threads()
+        llm = Llama(
+            model_path=str(resolved.path),
+            n_ctx=settings.n_ctx,
+            n_batch=settings.n_batch,
+            n_ubatch=settings.n_batch,
+            n_threads=threads,
+            n_threads_batch=threads,
+            logits_all=False,
+            verbose=False,
+        )
+        self._llm = llm
+        import llama_cpp
+
+        self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        metadata: dict[str, str] = dict(llm.metadata or {})
+        name = metadata.get("general.name", resolved.path.name)
+        template = self._choose_template(settings.fim_template, name)
+        self._stop_ids = self._find_stop_ids(template)
+        self._install_abort_callback()
+        return LoadedModel(
+            resolved=resolved,
+            name=name,
+            architecture=metadata.get("general.architecture", "?"),
+            template=template,
+            n_ctx=llm.n_ctx(),
+            n_threads=threads,
+            load_seconds=time.monotonic() - started,
+        )
+
+    def _choose_template(self, setting: str, model_name: str) -> FimTemplate:
+        if setting != "auto":
+            template = TEMPLATES[setting]
+            missing = [m for m in template.markers if not self._has_special(m)]
+            if missing:
+                raise ModelError(
+                    f"model.fimTemplate is {setting!r} but the model has no {', '.join(missing)} "
+                    'token(s); use "auto" or a template this model was trained with'
+                )
+            return template
+        detected = detect_template(model_name, self._has_special)
+        if detected is None:
+            raise ModelError(
+                f"{model_name} has no fill-in-the-middle tokens this server knows "
+                "(Qwen2.5-Coder, StarCoder, CodeLlama, DeepSeek-Coder, Codestral, CodeGemma); "
+                "use a code model with FIM support, or set model.fimTemplate"
+            )
+        return detected
+
+    def _has_special(self, text: str) -> bool:
+        return self._special_id(text) is not None
+
+    def _special_id(self, text: str) -> int | None:
+        if text in self._special_ids:
+            return self._special_ids[text]
+        ids = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        if len(ids) != 1:
+            return None
+        if self._llm.detokenize(ids, special=True).decode("utf-8", "replace") != text:
+            return None
+        self._special_ids[text] = ids[0]
+        return int(ids[0])
+
+    def _find_stop_ids(self, template: FimTemplate) -> frozenset[int]:
+        ids = {self._special_id(marker) for marker in (*template.stop, *template.markers)}
+        return frozenset(i for i in ids if i is not None)
+
+    def _install_abort_callback(self) -> None:
+        import llama_cpp
+
+        def should_abort(_data: Any) -> bool:
+            token = self._active
+            return token is not None and token.cancelled
+
+        self._abort_callback = llama_cpp.ggml_abort_callback(should_abort)
+        llama_cpp.llama_set_abort_callback(self._llm.ctx, self._abort_callback, None)
+
+    def _close(self) -> None:
+        if self._llm is not None:
+            self._llm.close()
+        self._llm = None
+        self.loaded = None
+        self._special_ids = {}
+
+    def close(self) -> None:
+        self.lane.run_blocking(self._close)
+
+    # -- tokens ---------------------------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._tokenize_text(text))
+
+    def _tokenize_text(self, text: str) -> list[int]:
+        # Plain text never parses special tokens: code cannot inject control tokens.
+        data = text.replace("\x00", " ").encode("utf-8", "surrogatepass")
+        return list(self._llm.tokenize(data, add_bos=False, special=False))
+
+    def tokenize_prompt(self, prompt: Prompt, add_bos: bool) -> list[int]:
+        tokens: list[int] = []
+        if add_bos:
+            tokens.append(int(self._llm.token_bos()))
+        for segment in prompt:
+            if isinstance(segment, Special):
+                token = self._special_id(segment.text)
+                if token is None:
+                    raise ModelError(f"the model has no {segment.text} token")
+                tokens.append(token)
+            else:
+                tokens.extend(self._tokenize_text(segment))
+        return tokens
+
+    # -- completion (on the lane) ---------------------------------------------------
+
+    async def complete(self, job: CompletionJob, cancel: CancelToken) -> Generation:
+        return await self.lane.run(self.complete_blocking, job, cancel)
+
+    def complete_blocking(self, job: CompletionJob, cancel: CancelToken) -> Generation:
+        cancel.raise_if_cancelled()  # superseded while it waited in the queue
+        if self.state != "ready" or self.loaded is None:
+            raise BackendUnavailable(self.error or f"the model is {self.state}")
+        template = self.loaded.template
+        budget = min(job.budget_tokens, self.loaded.n_ctx - job.max_tokens - _CONTEXT_MARGIN)
+        window = fit_window(job.text, job.offset, budget, self.count_tokens)
+        tokens = self.tokenize_prompt(
+            template.build(window.prefix, window.suffix), template.add_bos
+        )
+        return self._generate(tokens, job, cancel)
+
+    def _generate(self, tokens: list[int], job: CompletionJob, cancel: CancelToken) -> Generation:
+        llm = self._llm
+        started = time.monotonic()
+        reused = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
+        if reused == len(tokens):
+            reused -= 1  # re-evaluate the last token to get fresh logits
+        llm.n_tokens = reused
+        max_tokens = min(job.max_tokens, llm.n_ctx() - len(tokens) - 1)
+        self._active = cancel
+        try:
+            self._eval(tokens[reused:], cancel)
+            prompt_done = time.monotonic()
+            text, generated, reason = self._decode(job, max_tokens, cancel, prompt_done)
+        finally:
+            self._active = None
+        return Generation(
+            text=text,
+            stop_reason=reason,
+            prompt_tokens=len(tokens),
+            prompt_tokens_reused=reused,
+            generated_tokens=generated,
+            prompt_seconds=prompt_done - started,
+            decode_seconds=time.monotonic() - prompt_done,
+        )
+
+    def _eval(self, tokens: list[int], cancel: CancelToken) -> None:
+        try:
+            self._llm.eval(tokens)
+        except RuntimeError:
+            # llama_decode returned 2: aborted by our callback. llama.cpp dropped the
+            # aborted batch from its KV cache and llm.n_tokens only counts batches
+            # that finished, so the next request reuses exactly what is valid.
+            if cancel.cancelled:
+                cancel.raise_if_cancelled()
+            raise
+
+    def _decode(
+        self, job: CompletionJob, max_tokens: int, cancel: CancelToken, start: float
+    ) -> tuple[str, int, StopReason]:
+        import llama_cpp
+
+        llm, vocab = self._llm, self._vocab
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        text = ""
+        deadline = start + job.decode_seconds
+        for generated in range(max_tokens):
+            cancel.raise_if_cancelled()
+            if time.monotonic() > deadline:
+                return text, generated, "deadline"
+            logits = np.ctypeslib.as_array(
+                llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)
+            )
+            token = int(np.argmax(logits))
+            if (
+                token in self._stop_ids
+                or llama_cpp.llama_vocab_is_eog(vocab, token)
+                or llama_cpp.llama_vocab_is_control(vocab, token)
+            ):
+                return text, generated, "end"
+            text += decoder.decode(llm.detokenize([token]))
+            if job.should_stop(text):
+                return text, generated + 1, "stopped"
+            if llm.n_tokens + 1 >= llm.n_ctx():
+                return text, generated + 1, "context_full"
+            self._eval([token], cancel)
+        return text, max_tokens, "max_tokens"

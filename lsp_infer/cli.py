@@ -1,0 +1,315 @@
+"""The ``lsp-infer`` command: serve, complete, model, doctor.
+
+stdout belongs to the LSP transport in ``serve`` and to the result in
+``complete``/``model path``; everything else (logs, progress) goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lsp_infer import __version__
+
+log = logging.getLogger("lsp_infer")
+
+
+def setup_logging(level: str, log_file: str | None = None) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file:
+        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+    logging.basicConfig(
+        level=logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+        force=True,
+    )
+    logging.getLogger("lsp_infer").setLevel(level.upper())
+
+
+def _progress_bar(description: str) -> Any:
+    """A tqdm callback (bytes done, total) on stderr, shown only when stderr is a terminal
+    or for explicit fetches."""
+    from tqdm import tqdm
+
+    bar: Any = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, unit="B", unit_scale=True, desc=description, file=sys.stderr)
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    return update
+
+
+# -- serve ---------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from lsp_infer.server import create_server
+
+    setup_logging(os.environ.get("LSP_INFER_LOG_LEVEL", args.log_level), args.log_file)
+    server = create_server()
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        if not host or not port.isdigit():
+            print(f"lsp-infer: --tcp expects HOST:PORT, got {args.tcp!r}", file=sys.stderr)
+            return 2
+        server.start_tcp(host, int(port))
+        return 0
+    # The LSP stream gets a private copy of stdout; fd 1 then points at stderr, so a
+    # stray write from C code (llama.cpp) can never corrupt the protocol stream.
+    transport = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    try:
+        server.start_io(stdin=sys.stdin.buffer, stdout=transport)
+    finally:
+        server.stop()
+    return 0
+
+
+# -- complete ------------------------------------------------------------------------
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_location(location: str) -> tuple[Path, int, int]:
+    """FILE:LINE:COL, 1-based line and column (column in characters)."""
+    parts = location.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        raise UsageError(
+            f"expected FILE:LINE:COL with 1-based numbers (e.g. example.py:2:12), got {location!r}"
+        )
+    path, line, col = Path(parts[0]), int(parts[1]), int(parts[2])
+    if line < 1 or col < 1:
+        raise UsageError(f"LINE and COL start at 1, got {line}:{col}")
+    return path, line, col
+
+
+def offset_for(text: str, line: int, col: int) -> int:
+    """Offset of a 1-based LINE:COL; COL may be one past the line's end."""
+    lines = text.split("\n")
+    if line > len(lines):
+        raise UsageError(f"line {line} is past the end of the file ({len(lines)} lines)")
+    content = lines[line - 1].rstrip("\r")
+    if col > len(content) + 1:
+        raise UsageError(
+            f"column {col} is past the end of line {line} ({len(content)} characters; "
+            f"the last valid column is {len(content) + 1})"
+        )
+    return sum(len(lines[i]) + 1 for i in range(line - 1)) + col - 1
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def cmd_complete(args: argparse.Namespace) -> int:
+    from lsp_infer.backends.llama_cpp import LlamaCppBackend
+    from lsp_infer.config import load_settings, merge
+    from lsp_infer.engine import CompletionEngine
+    from lsp_infer.scheduling import CancelToken, ModelLane
+
+    setup_logging(args.log_level)
+    try:
+        path, line, col = parse_location(args.location)
+        text = _read_text(path)
+        offset = offset_for(text, line, col)
+    except UsageError as exc:
+        print(f"lsp-infer complete: {exc}", file=sys.stderr)
+        return 2
+    overrides: dict[str, Any] = {"completion": {}, "model": {}}
+    if args.max_tokens is not None:
+        overrides["completion"]["maxTokens"] = args.max_tokens
+    if args.max_lines is not None:
+        overrides["completion"]["maxLines"] = args.max_lines
+    if args.model is not None:
+        overrides["model"]["path"] = args.model
+    env = dict(os.environ)
+    if args.model is not None:
+        env.pop("LSP_INFER_MODEL", None)
+    settings, problems = load_settings(merge({}, overrides), env)
+    for problem in problems:
+        print(f"lsp-infer complete: {problem}", file=sys.stderr)
+    lane = ModelLane()
+    backend = LlamaCppBackend(lane)
+    started = time.monotonic()
+    lane.run_blocking(backend.load_blocking, settings.model, _progress_bar("assembling model"))
+    if backend.state != "ready":
+        print(f"lsp-infer complete: {backend.error}", file=sys.stderr)
+        return 1
+    loaded = time.monotonic()
+    engine = CompletionEngine(backend)
+    suggestion = asyncio.run(engine.complete(text, offset, settings.completion, CancelToken()))
+    done = time.monotonic()
+    lane.run_blocking(backend._close)
+    lane.shutdown()
+    if args.json:
+        import json
+
+        gen = suggestion.generation
+        print(
+            json.dumps(
+                {
+                    "suggestion": suggestion.text,
+                    "load_seconds": round(loaded - started, 3),
+                    "complete_seconds": round(done - loaded, 3),
+                    "prompt_tokens": gen.prompt_tokens if gen else 0,
+                    "generated_tokens": gen.generated_tokens if gen else 0,
+                    "stop_reason": gen.stop_reason if gen else None,
+                }
+            )
+        )
+    else:
+        sys.stdout.write(suggestion.text + "\n")
+    return 0
+
+
+# -- model ---------------------------------------------------------------------------
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    from lsp_infer import models
+    from lsp_infer.config import load_settings
+
+    setup_logging("warning")
+    settings, _ = load_settings(None, os.environ)
+    custom = settings.model.path
+    try:
+        if args.action == "path":
+            resolved = models.resolve_model(
+                custom, settings.model.sha256, _progress_bar("assembling model")
+            )
+            print(resolved.path.resolve())
+        elif args.action == "verify":
+            if custom is None:
+                path = models.default_model_path()
+                models.verify(
+                    path,
+                    size=models.DEFAULT_MODEL.size,
+                    sha256=models.DEFAULT_MODEL.sha256,
+                    progress=_progress_bar("verifying"),
+                )
+                print(f"ok: {path} matches SHA-256 {models.DEFAULT_MODEL.sha256}")
+            else:
+                resolved = models.resolve_model(custom, settings.model.sha256)
+                print(f"ok: {resolved.path} (checked: {resolved.verified_by})")
+        else:  # fetch
+            if custom is not None:
+                print(
+                    f"lsp-infer model fetch: custom model configured ({custom}); nothing to fetch"
+                )
+                return 0
+            if args.force:
+                path = models.assemble(progress=_progress_bar("assembling model"))
+            else:
+                path = models.ensure_default_model(_progress_bar("assembling model"))
+            print(f"ok: {path} ({models.DEFAULT_MODEL.description}, SHA-256 verified)")
+    except models.ModelError as exc:
+        print(f"lsp-infer model {args.action}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# -- doctor --------------------------------------------------------------------------
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from lsp_infer.doctor import run_doctor
+
+    setup_logging("error")
+    return run_doctor(print)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lsp-infer",
+        description="Inline code completions from an in-process llama.cpp model, over LSP.",
+    )
+    parser.add_argument("--version", action="version", version=f"lsp-infer {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the language server (stdio by default)",
+        description="Run the language server. Editors start this; it speaks LSP on stdin/stdout "
+        "(or TCP with --tcp) and logs to stderr.",
+    )
+    serve.add_argument("--stdio", action="store_true", help="use stdin/stdout (the default)")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP address instead")
+    serve.add_argument("--log-file", metavar="PATH", help="also write the log to this file")
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["error", "warning", "info", "debug"],
+        help="log verbosity (default: info; env LSP_INFER_LOG_LEVEL wins)",
+    )
+    serve.set_defaults(run=cmd_serve)
+
+    complete = commands.add_parser(
+        "complete",
+        help="print one completion at FILE:LINE:COL",
+        description="Print the suggestion the server would show at FILE:LINE:COL "
+        "(1-based line and column, column in characters) on stdout. No editor needed.",
+    )
+    complete.add_argument("location", metavar="FILE:LINE:COL")
+    complete.add_argument("--max-tokens", type=int, help="generation limit (default 64)")
+    complete.add_argument("--max-lines", type=int, help="line limit (default 8)")
+    complete.add_argument("--model", metavar="GGUF", help="use this model file instead")
+    complete.add_argument("--json", action="store_true", help="print JSON with timings")
+    complete.add_argument(
+        "--log-level", default="warning", choices=["error", "warning", "info", "debug"]
+    )
+    complete.set_defaults(run=cmd_complete)
+
+    model = commands.add_parser(
+        "model",
+        help="show, verify or assemble the model file",
+        description="path: print the model file the server would load (assembling the embedded "
+        "default first if needed). verify: check its SHA-256. fetch: assemble the embedded "
+        "default model into the user cache, with a progress bar.",
+    )
+    model.add_argument("action", choices=["path", "verify", "fetch"])
+    model.add_argument("--force", action="store_true", help="fetch: rebuild even if present")
+    model.set_defaults(run=cmd_model)
+
+    doctor = commands.add_parser(
+        "doctor",
+        help="check the installation and explain what is wrong",
+        description="Check Python, threads, settings from the environment, and the model "
+        "(loads it and runs one completion).",
+    )
+    doctor.set_defaults(run=cmd_doctor)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    result: int = args.run(args)
+    return result
+
+
+def _python_summary() -> str:
+    return f"Python {platform.python_version()} ({sys.executable})"

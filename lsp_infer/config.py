@@ -1,0 +1,239 @@
+"""Settings: typed dataclasses, camelCase on the wire, validated field by field.
+
+Settings arrive as JSON from the client (``initializationOptions`` and the
+``lspInfer`` section of ``workspace/configuration``) and from the environment.
+A bad or unknown value never fails the whole load: it is reported (the server
+shows the problems in one ``window/showMessage``) and that field keeps its
+default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import cattrs
+
+FIM_TEMPLATES = ("auto", "qwen", "starcoder", "codellama", "deepseek", "codestral", "codegemma")
+LOG_LEVELS = ("error", "warning", "info", "debug")
+
+
+def _bounded(default: int, low: int, high: int) -> Any:
+    return field(default=default, metadata={"min": low, "max": high})
+
+
+def _choice(default: str, choices: tuple[str, ...]) -> Any:
+    return field(default=default, metadata={"choices": choices})
+
+
+@dataclass(kw_only=True)
+class ModelSettings:
+    # None: the embedded default model (assembled into the user cache on first use).
+    path: str | None = None
+    # Expected SHA-256 of a custom model file; checked before loading when set.
+    sha256: str | None = None
+    n_ctx: int = _bounded(4096, 512, 131072)
+    # None: one thread per available core (at most 8).
+    n_threads: int | None = field(default=None, metadata={"min": 1, "max": 256})
+    n_batch: int = _bounded(256, 16, 4096)
+    fim_template: str = _choice("auto", FIM_TEMPLATES)
+
+
+@dataclass(kw_only=True)
+class CompletionSettings:
+    enabled: bool = True
+    max_tokens: int = _bounded(64, 1, 1024)
+    max_lines: int = _bounded(8, 1, 200)
+    # Prompt budget for the text around the cursor (prefix + suffix), in tokens.
+    context_tokens: int = _bounded(1024, 64, 32768)
+    # Past this, decoding stops and the completed lines so far are returned.
+    timeout_ms: int = _bounded(4000, 100, 120000)
+
+
+@dataclass(kw_only=True)
+class Settings:
+    model: ModelSettings = field(default_factory=ModelSettings)
+    completion: CompletionSettings = field(default_factory=CompletionSettings)
+    log_level: str = _choice("info", LOG_LEVELS)
+
+
+# Environment variable → (section, field). The environment wins over client settings.
+ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
+    "LSP_INFER_MODEL": ("model", "path"),
+    "LSP_INFER_MODEL_SHA256": ("model", "sha256"),
+    "LSP_INFER_N_CTX": ("model", "n_ctx"),
+    "LSP_INFER_THREADS": ("model", "n_threads"),
+    "LSP_INFER_FIM_TEMPLATE": ("model", "fim_template"),
+    "LSP_INFER_MAX_TOKENS": ("completion", "max_tokens"),
+    "LSP_INFER_LOG_LEVEL": ("log_level",),
+}
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def _strict_converter() -> cattrs.Converter:
+    """cattrs, minus the coercions that would hide mistakes ("false" → True, 1.5 → 1)."""
+    converter = cattrs.Converter()
+
+    def structure_bool(value: Any, _: type) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "1", "yes", "on"):
+            return True
+        if isinstance(value, str) and value.lower() in ("false", "0", "no", "off"):
+            return False
+        raise ValueError(f"expected true or false, got {value!r}")
+
+    def structure_int(value: Any, _: type) -> int:
+        if isinstance(value, bool):
+            raise ValueError(f"expected a whole number, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+            return int(value)
+        raise ValueError(f"expected a whole number, got {value!r}")
+
+    def structure_str(value: Any, _: type) -> str:
+        if isinstance(value, str):
+            return value
+        raise ValueError(f"expected a string, got {value!r}")
+
+    converter.register_structure_hook(bool, structure_bool)
+    converter.register_structure_hook(int, structure_int)
+    converter.register_structure_hook(str, structure_str)
+    return converter
+
+
+_converter = _strict_converter()
+
+T = TypeVar("T")
+
+
+def _check_field(f: dataclasses.Field[Any], value: Any) -> None:
+    low, high = f.metadata.get("min"), f.metadata.get("max")
+    if value is not None and low is not None and not low <= value <= high:
+        raise ValueError(f"must be between {low} and {high}, got {value}")
+    choices = f.metadata.get("choices")
+    if choices is not None and value not in choices:
+        raise ValueError(f"must be one of {', '.join(choices)}; got {value!r}")
+
+
+def _structure(cls: type[T], raw: Any, path: str, problems: list[str]) -> T:
+    """Build ``cls`` from ``raw`` one field at a time; bad fields keep their defaults."""
+    if not isinstance(raw, Mapping):
+        problems.append(f"{path or 'settings'}: expected an object, got {raw!r}")
+        return cls()
+    fields = {camel(f.name): f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = f"{path}.{key}" if path else str(key)
+        f = fields.get(key) or fields.get(camel(str(key)))
+        if f is None:
+            problems.append(f"{where}: unknown setting")
+            continue
+        field_type = _FIELD_TYPES[(cls, f.name)]
+        if isinstance(field_type, type) and dataclasses.is_dataclass(field_type):
+            values[f.name] = _structure(field_type, value, where, problems)
+            continue
+        try:
+            converted = _converter.structure(value, field_type)
+            _check_field(f, converted)
+        except Exception as exc:
+            problems.append(f"{where}: {_describe(exc)}; using the default")
+            continue
+        values[f.name] = converted
+    return cls(**values)
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, cattrs.BaseValidationError):
+        return "; ".join(cattrs.transform_error(exc)) or str(exc)
+    return str(exc)
+
+
+def _resolved_field_types() -> dict[tuple[type, str], Any]:
+    """Field types as objects (``from __future__ import annotations`` makes them strings)."""
+    import typing
+
+    table: dict[tuple[type, str], Any] = {}
+    for cls in (ModelSettings, CompletionSettings, Settings):
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            table[(cls, f.name)] = hints[f.name]
+    return table
+
+
+_FIELD_TYPES = _resolved_field_types()
+
+
+def _unwrap_section(raw: Any) -> Any:
+    """Accept both ``{"lspInfer": {...}}`` and the bare ``{...}``."""
+    if isinstance(raw, Mapping) and set(raw) == {"lspInfer"}:
+        return raw["lspInfer"]
+    return raw
+
+
+def env_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """The environment overrides as a camelCase settings object."""
+    raw: dict[str, Any] = {}
+    for var, path in ENV_OVERRIDES.items():
+        value = env.get(var)
+        if value is None or value == "":
+            continue
+        node = raw
+        for part in path[:-1]:
+            node = node.setdefault(camel(part), {})
+        node[camel(path[-1])] = value
+    return raw
+
+
+def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep merge of two camelCase settings objects; ``override`` wins."""
+    merged: dict[str, Any] = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_settings(raw: Any, env: Mapping[str, str] | None = None) -> tuple[Settings, list[str]]:
+    """Settings from a client's raw JSON plus environment overrides, and the problems found.
+
+    ``None`` (the client sent nothing) is the defaults.
+    """
+    problems: list[str] = []
+    raw = _unwrap_section(raw)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        problems.append(f"settings: expected an object, got {raw!r}; using the defaults")
+        raw = {}
+    if env:
+        raw = merge(raw, env_settings(env))
+    return _structure(Settings, raw, "", problems), problems
+
+
+def to_wire(settings: Settings) -> dict[str, Any]:
+    """Settings as the camelCase JSON a client would send (for docs, doctor and tests)."""
+
+    def convert(obj: Any) -> Any:
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return {camel(f.name): convert(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return obj
+
+    result: dict[str, Any] = convert(settings)
+    return result

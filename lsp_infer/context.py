@@ -1,0 +1,105 @@
+"""The text around the cursor that goes into a prompt, under a token budget (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# A token is rarely longer than this many characters; used to pre-cut huge
+# documents before anything is tokenized.
+MAX_CHARS_PER_TOKEN = 8
+
+
+@dataclass(frozen=True)
+class Window:
+    """The text before and after the cursor that the model will see."""
+
+    prefix: str
+    suffix: str
+
+
+@dataclass(frozen=True)
+class CursorLine:
+    """The cursor's surroundings, as postprocessing needs them."""
+
+    before: str  # text on the cursor line before the cursor
+    after: str  # text on the cursor line after the cursor
+    following: str  # the text after the cursor line (a bounded slice)
+
+
+def cursor_line(text: str, offset: int, following_chars: int = 2000) -> CursorLine:
+    line_start = text.rfind("\n", 0, offset) + 1
+    line_end = text.find("\n", offset)
+    if line_end < 0:
+        line_end = len(text)
+    before = text[line_start:offset].replace("\r", "")
+    after = text[offset:line_end].rstrip("\r")
+    following = text[line_end + 1 : line_end + 1 + following_chars] if line_end < len(text) else ""
+    return CursorLine(before=before, after=after, following=following.replace("\r", ""))
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines with their "\n" kept (not str.splitlines, which also splits on form feeds)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    return [*lines, parts[-1]] if parts[-1] else lines
+
+
+def fit_window(
+    text: str,
+    offset: int,
+    budget_tokens: int,
+    count_tokens: Callable[[str], int],
+    *,
+    suffix_share: float = 0.25,
+) -> Window:
+    """The largest window of whole lines around ``offset`` that fits the budget.
+
+    The suffix gets up to ``suffix_share`` of the budget; what it does not use goes
+    to the prefix. Lines are taken outward from the cursor, so the nearest code is
+    always kept. The cursor line's own text is always included, cut from its far
+    side if it alone is over budget.
+    """
+    budget_tokens = max(1, budget_tokens)
+    max_chars = budget_tokens * MAX_CHARS_PER_TOKEN
+    # Pre-cut so that a 1 MB document never gets tokenized whole; a line cut in
+    # half by the pre-cut is dropped (unless it is the cursor line).
+    prefix_start = max(0, offset - max_chars)
+    suffix_end = min(len(text), offset + max_chars)
+    prefix_lines = _split_lines(text[prefix_start:offset])
+    if prefix_start > 0 and text[prefix_start - 1] != "\n" and len(prefix_lines) > 1:
+        prefix_lines = prefix_lines[1:]
+    suffix_lines = _split_lines(text[offset:suffix_end])
+    if suffix_end < len(text) and len(suffix_lines) > 1 and not suffix_lines[-1].endswith("\n"):
+        suffix_lines = suffix_lines[:-1]
+
+    suffix_budget = max(1, int(budget_tokens * suffix_share))
+    suffix, suffix_used = _take_lines(suffix_lines, suffix_budget, count_tokens, forward=True)
+
+    prefix, _ = _take_lines(prefix_lines, budget_tokens - suffix_used, count_tokens, forward=False)
+    return Window(prefix=prefix, suffix=suffix)
+
+
+def _take_lines(
+    lines: list[str], budget: int, count_tokens: Callable[[str], int], *, forward: bool
+) -> tuple[str, int]:
+    """Whole lines from the cursor outward while they fit; returns (text, tokens used)."""
+    if not lines:
+        return "", 0
+    ordered = lines if forward else lines[::-1]
+    taken: list[str] = []
+    used = 0
+    for index, line in enumerate(ordered):
+        cost = count_tokens(line)
+        if used + cost > budget:
+            if index == 0:
+                # The cursor line alone is over budget: keep the part nearest the cursor.
+                keep = max(1, budget * MAX_CHARS_PER_TOKEN // 4)
+                part = line[:keep] if forward else line[-keep:]
+                return part, min(budget, count_tokens(part))
+            break
+        taken.append(line)
+        used += cost
+    if not forward:
+        taken.reverse()
+    return "".join(taken), used

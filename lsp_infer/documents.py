@@ -1,0 +1,105 @@
+"""Open documents as immutable snapshots, and incremental edits applied to them.
+
+Document state changes only on the event loop (from didOpen/didChange/didClose);
+all other work reads a :class:`Snapshot`, which never changes under it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lsp_infer.positions import Encoding, line_starts, offset_at
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One version of one document."""
+
+    uri: str
+    version: int
+    text: str
+    language_id: str = ""
+    # Computed lazily and cached: most snapshots are never asked for positions.
+    _starts: list[int] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def starts(self) -> list[int]:
+        if self._starts is None:
+            object.__setattr__(self, "_starts", line_starts(self.text))
+        assert self._starts is not None
+        return self._starts
+
+    def offset_at(self, line: int, character: int, encoding: Encoding) -> int:
+        return offset_at(self.text, line, character, encoding, starts=self.starts)
+
+
+@dataclass(frozen=True)
+class TextChange:
+    """An LSP content change: ``range`` None replaces the whole text.
+
+    ``range`` is ((start_line, start_character), (end_line, end_character)) in the
+    negotiated position encoding.
+    """
+
+    text: str
+    range: tuple[tuple[int, int], tuple[int, int]] | None = None
+
+
+def apply_change(text: str, change: TextChange, encoding: Encoding) -> str:
+    """The text after one content change (pure)."""
+    if change.range is None:
+        return change.text
+    (start_line, start_char), (end_line, end_char) = change.range
+    starts = line_starts(text)
+    start = offset_at(text, start_line, start_char, encoding, starts=starts, clamp_line=True)
+    end = offset_at(text, end_line, end_char, encoding, starts=starts, clamp_line=True)
+    if end < start:  # a reversed range: treat it as the same span
+        start, end = end, start
+    return text[:start] + change.text + text[end:]
+
+
+class DocumentNotOpen(KeyError):
+    def __init__(self, uri: str) -> None:
+        super().__init__(uri)
+        self.uri = uri
+
+    def __str__(self) -> str:
+        return f"document is not open: {self.uri} (send textDocument/didOpen first)"
+
+
+class DocumentStore:
+    """The open documents, keyed by URI. Never reads anything from disk."""
+
+    def __init__(self) -> None:
+        self._docs: dict[str, Snapshot] = {}
+
+    def open(self, uri: str, version: int, text: str, language_id: str = "") -> Snapshot:
+        snapshot = Snapshot(uri=uri, version=version, text=text, language_id=language_id)
+        self._docs[uri] = snapshot
+        return snapshot
+
+    def change(
+        self, uri: str, version: int, changes: list[TextChange], encoding: Encoding
+    ) -> Snapshot:
+        current = self.get(uri)
+        text = current.text
+        for change in changes:
+            text = apply_change(text, change, encoding)
+        snapshot = Snapshot(uri=uri, version=version, text=text, language_id=current.language_id)
+        self._docs[uri] = snapshot
+        return snapshot
+
+    def close(self, uri: str) -> None:
+        self._docs.pop(uri, None)
+
+    def get(self, uri: str) -> Snapshot:
+        try:
+            return self._docs[uri]
+        except KeyError:
+            raise DocumentNotOpen(uri) from None
+
+    def find(self, uri: str) -> Snapshot | None:
+        return self._docs.get(uri)
+
+    def uris(self) -> list[str]:
+        return list(self._docs)

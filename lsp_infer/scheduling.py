@@ -1,0 +1,122 @@
+"""Cancel tokens, the model lane, and per-document supersede ("the latest keystroke wins").
+
+The model lane is one dedicated thread: llama.cpp contexts are not thread-safe,
+and keeping the model off pygls' shared thread pool means a busy model never
+delays reading the next message (e.g. a ``$/cancelRequest``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from enum import Enum
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class CancelReason(str, Enum):
+    CLIENT = "cancelled by the client"  # $/cancelRequest
+    SUPERSEDED = "superseded by a newer request"
+    DOCUMENT_CHANGED = "the document changed"
+    DOCUMENT_CLOSED = "the document was closed"
+    SHUTDOWN = "the server is shutting down"
+
+
+class Cancelled(Exception):
+    """Raised inside model work when its token is cancelled."""
+
+    def __init__(self, reason: CancelReason) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+
+
+class CancelToken:
+    """Thread-safe, one-way cancel flag, checked by model work between steps.
+
+    ``cancelled_at`` records when cancel() was called, so the time from a cancel
+    to the model actually stopping can be measured.
+    """
+
+    __slots__ = ("_event", "cancelled_at", "reason")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason: CancelReason | None = None
+        self.cancelled_at: float | None = None
+
+    def cancel(self, reason: CancelReason) -> None:
+        if not self._event.is_set():
+            self.reason = reason
+            self.cancelled_at = time.monotonic()
+            self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        if self._event.is_set():
+            assert self.reason is not None
+            raise Cancelled(self.reason)
+
+
+class ModelLane:
+    """A single worker thread that owns the model."""
+
+    def __init__(self, name: str = "lsp-infer-model") -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._thread_ident: int | None = None
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._call, fn, args)
+
+    def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """For the CLI, which has no event loop."""
+        return self._executor.submit(self._call, fn, args).result()
+
+    def _call(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        self._thread_ident = threading.get_ident()
+        return fn(*args)
+
+    def on_lane(self) -> bool:
+        return threading.get_ident() == self._thread_ident
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+class RequestRegistry:
+    """The in-flight completion request per document; a newer one supersedes it."""
+
+    def __init__(self) -> None:
+        self._active: dict[str, CancelToken] = {}
+
+    def begin(self, uri: str) -> CancelToken:
+        previous = self._active.get(uri)
+        if previous is not None:
+            previous.cancel(CancelReason.SUPERSEDED)
+        token = CancelToken()
+        self._active[uri] = token
+        return token
+
+    def end(self, uri: str, token: CancelToken) -> None:
+        if self._active.get(uri) is token:
+            del self._active[uri]
+
+    def cancel_document(self, uri: str, reason: CancelReason) -> None:
+        token = self._active.pop(uri, None)
+        if token is not None:
+            token.cancel(reason)
+
+    def cancel_all(self, reason: CancelReason) -> None:
+        for token in self._active.values():
+            token.cancel(reason)
+        self._active.clear()
+
+    def __len__(self) -> int:
+        return len(self._active)

@@ -1,0 +1,314 @@
+"""The language server: pygls wiring, settings, and thin handlers.
+
+Handlers resolve a snapshot and call plain code (engine, scheduling); LSP types
+stop here and in protocol.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import Generator, Mapping
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from lsp_infer import __version__
+from lsp_infer.backends import BackendUnavailable
+from lsp_infer.backends.llama_cpp import LlamaCppBackend
+from lsp_infer.config import load_settings
+from lsp_infer.documents import DocumentNotOpen, DocumentStore
+from lsp_infer.engine import CompletionEngine
+from lsp_infer.positions import PositionError, position_at
+from lsp_infer.protocol import (
+    SECTION,
+    completion_list,
+    encoding_from,
+    inline_completion_list,
+    position,
+    text_changes,
+)
+from lsp_infer.scheduling import Cancelled, CancelReason, ModelLane, RequestRegistry
+
+log = logging.getLogger(__name__)
+
+
+class _AlreadyAnswered:
+    """Stands in for a request that failed to deserialize and was answered with an error."""
+
+    jsonrpc = "2.0"
+
+
+_ALREADY_ANSWERED = _AlreadyAnswered()
+
+
+class LspInferProtocol(LanguageServerProtocol):
+    """pygls' protocol with two changes.
+
+    * Documents live in our own :class:`DocumentStore` (exact LSP line ends, utf-8/16/32
+      positions, never read from disk) instead of pygls' workspace.
+    * A request whose params do not deserialize is answered with InvalidParams;
+      pygls would log it and leave the client waiting forever.
+    """
+
+    _server: LspInferServer
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if "id" in data and "method" in data:
+                message = f"invalid params for {data.get('method')!r}: {exc.__cause__ or exc}"
+                self._send_response(
+                    data["id"], error=JsonRpcInvalidParams(message).to_response_error()
+                )
+                return _ALREADY_ANSWERED
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if message is _ALREADY_ANSWERED:
+            return
+        super().handle_message(message)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(
+        self, params: types.DidOpenTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        doc = params.text_document
+        self._server.documents.open(doc.uri, doc.version, doc.text, doc.language_id)
+        yield from self._user_handler(types.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(
+        self, params: types.DidChangeTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        doc = params.text_document
+        try:
+            self._server.documents.change(
+                doc.uri, doc.version, text_changes(params.content_changes), self._server.encoding
+            )
+        except DocumentNotOpen:
+            log.warning("didChange for a document that is not open: %s", doc.uri)
+        # The document moved on: in-flight work for it computes a stale answer.
+        self._server.requests.cancel_document(doc.uri, CancelReason.DOCUMENT_CHANGED)
+        yield from self._user_handler(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(
+        self, params: types.DidCloseTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        uri = params.text_document.uri
+        self._server.documents.close(uri)
+        self._server.requests.cancel_document(uri, CancelReason.DOCUMENT_CLOSED)
+        yield from self._user_handler(types.TEXT_DOCUMENT_DID_CLOSE, params)
+
+    def _user_handler(self, method: str, params: Any) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(method)) is not None:
+            yield handler, (params,), None
+
+
+class LspInferServer(LanguageServer):
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        super().__init__(
+            "lsp-infer",
+            __version__,
+            protocol_cls=LspInferProtocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.env = dict(os.environ if env is None else env)
+        self.documents = DocumentStore()
+        self.requests = RequestRegistry()
+        self.lane = ModelLane()
+        self.backend = LlamaCppBackend(self.lane)
+        self.engine = CompletionEngine(self.backend)
+        self.settings, self._problems = load_settings(None, self.env)
+        self._init_options: Any = None
+        self._shown_problems: list[str] = []
+        self._reported_model_error: str | None = None
+        self._model_task: asyncio.Task[None] | None = None
+
+    @property
+    def encoding(self) -> Any:
+        return encoding_from(self.workspace.position_encoding)
+
+    # -- settings -------------------------------------------------------------------
+
+    def apply_settings(self, raw: Any) -> None:
+        """New settings from the client; reloads the model if its settings changed."""
+        settings, problems = load_settings(raw, self.env)
+        if problems and problems != self._shown_problems:
+            self._shown_problems = problems
+            self.show(
+                "lsp-infer: some settings were not valid and use their defaults: "
+                + "; ".join(problems),
+                types.MessageType.Warning,
+            )
+        model_changed = settings.model != self.settings.model
+        self.settings = settings
+        logging.getLogger("lsp_infer").setLevel(settings.log_level.upper())
+        if model_changed or self.backend.state == "not loaded":
+            self.start_model_load()
+
+    async def pull_settings(self) -> None:
+        """Ask the client for the ``lspInfer`` section, if it supports workspace/configuration."""
+        workspace_caps = self.client_capabilities.workspace
+        if not (workspace_caps and workspace_caps.configuration):
+            self.apply_settings(self._init_options)
+            return
+        try:
+            result = await asyncio.wait_for(
+                self.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+                ),
+                timeout=10,
+            )
+        except (asyncio.TimeoutError, JsonRpcException) as exc:
+            log.warning("workspace/configuration failed (%s); using initializationOptions", exc)
+            result = None
+        pulled = result[0] if result else None
+        self.apply_settings(pulled if pulled else self._init_options)
+
+    # -- model ----------------------------------------------------------------------
+
+    def start_model_load(self) -> None:
+        self._model_task = asyncio.ensure_future(self._load_model())
+
+    async def _load_model(self) -> None:
+        progress = await self._begin_progress("lsp-infer", "Loading model…")
+        loop = asyncio.get_running_loop()
+        last = [-1]
+
+        def on_progress(done: int, total: int) -> None:
+            percent = done * 100 // max(total, 1)
+            if progress and percent // 10 != last[0] // 10:
+                last[0] = percent
+                loop.call_soon_threadsafe(self._report_progress, progress, percent)
+
+        await self.backend.load(self.settings.model, on_progress)
+        if progress:
+            self.work_done_progress.end(
+                progress, types.WorkDoneProgressEnd(message=self.backend.state)
+            )
+        if self.backend.state == "failed":
+            self.report_model_error(self.backend.error or "the model failed to load")
+
+    async def _begin_progress(self, title: str, message: str) -> str | None:
+        window = self.client_capabilities.window
+        if not (window and window.work_done_progress):
+            return None
+        token = f"lsp-infer-{uuid.uuid4()}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), timeout=5)
+        except (asyncio.TimeoutError, JsonRpcException):
+            return None
+        self.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, message=message, percentage=0)
+        )
+        return token
+
+    def _report_progress(self, token: str, percent: int) -> None:
+        self.work_done_progress.report(token, types.WorkDoneProgressReport(percentage=percent))
+
+    def report_model_error(self, error: str) -> None:
+        """Tell the user once per distinct failure, not once per keystroke."""
+        if error != self._reported_model_error:
+            self._reported_model_error = error
+            self.show(f"lsp-infer: completions are off: {error}", types.MessageType.Error)
+
+    # -- completion -----------------------------------------------------------------
+
+    async def suggest(self, uri: str, at: types.Position) -> tuple[str, types.Position]:
+        """The suggestion at a position, and the position it applies to (clamped to the line)."""
+        try:
+            snapshot = self.documents.get(uri)
+            offset = snapshot.offset_at(at.line, at.character, self.encoding)
+        except (DocumentNotOpen, PositionError) as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
+        where = position(*position_at(snapshot.text, offset, self.encoding, starts=snapshot.starts))
+        if not self.settings.completion.enabled:
+            return "", where
+        token = self.requests.begin(uri)
+        try:
+            result = await self.engine.complete(
+                snapshot.text, offset, self.settings.completion, token
+            )
+        except asyncio.CancelledError:
+            token.cancel(CancelReason.CLIENT)  # $/cancelRequest: stop the model too
+            raise
+        except Cancelled:
+            return "", where  # superseded or the document changed: an empty answer
+        except BackendUnavailable as exc:
+            self.report_model_error(str(exc))
+            return "", where
+        finally:
+            self.requests.end(uri, token)
+        current = self.documents.find(uri)
+        if current is None or current.version != snapshot.version:
+            return "", where  # computed for a version that is gone
+        return result.text, where
+
+    # -- plumbing -------------------------------------------------------------------
+
+    def show(self, message: str, kind: types.MessageType) -> None:
+        log.log(
+            logging.ERROR if kind == types.MessageType.Error else logging.WARNING, "%s", message
+        )
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # pygls would pop up a message for every malformed frame; the log is enough.
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    def stop(self) -> None:
+        self.requests.cancel_all(CancelReason.SHUTDOWN)
+        self.lane.shutdown()
+
+
+def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
+    server = LspInferServer(env)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: LspInferServer, params: types.InitializeParams) -> None:
+        ls._init_options = params.initialization_options
+        # Settings from initializationOptions now, so a client without
+        # workspace/configuration still gets them; `initialized` may refine them.
+        ls.settings, ls._problems = load_settings(ls._init_options, ls.env)
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: LspInferServer, params: types.InitializedParams) -> None:
+        await ls.pull_settings()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: LspInferServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        pushed = params.settings
+        if isinstance(pushed, Mapping) and SECTION in pushed:
+            ls.apply_settings(pushed[SECTION])
+        else:
+            await ls.pull_settings()
+
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def inline_completion(
+        ls: LspInferServer, params: types.InlineCompletionParams
+    ) -> types.InlineCompletionList:
+        text, where = await ls.suggest(params.text_document.uri, params.position)
+        return inline_completion_list(text, where)
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())
+    async def completion(
+        ls: LspInferServer, params: types.CompletionParams
+    ) -> types.CompletionList:
+        text, where = await ls.suggest(params.text_document.uri, params.position)
+        return completion_list(text, where)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: LspInferServer, params: Any) -> None:
+        ls.stop()
+
+    return server
