@@ -61,7 +61,7 @@ def completion_list(text: str, at: types.Position) -> types.CompletionList:
         label=label,
         kind=types.CompletionItemKind.Snippet,
         detail="lsp-infer",
-        documentation=types.MarkupContent(kind=types.MarkupKind.PlainText, value=text),
+        documentation=text,
         insert_text_format=types.InsertTextFormat.PlainText,
         text_edit=types.TextEdit(range=types.Range(start=at, end=at), new_text=text),
         filter_text=text,

@@ -71,9 +71,13 @@ class ModelLane:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._thread_ident: int | None = None
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """Queue work now (not when the caller first awaits), so queue order is call order."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._call, fn, args)
+        return loop.run_in_executor(self._executor, self._call, fn, args)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self.submit(fn, *args)
 
     def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """For the CLI, which has no event loop."""

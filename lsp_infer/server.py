@@ -21,7 +21,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from lsp_infer import __version__
 from lsp_infer.backends import BackendUnavailable
 from lsp_infer.backends.llama_cpp import LlamaCppBackend
-from lsp_infer.config import load_settings
+from lsp_infer.config import ModelSettings, load_settings
 from lsp_infer.documents import DocumentNotOpen, DocumentStore
 from lsp_infer.engine import CompletionEngine
 from lsp_infer.positions import PositionError, position_at
@@ -130,7 +130,8 @@ class LspInferServer(LanguageServer):
         self._init_options: Any = None
         self._shown_problems: list[str] = []
         self._reported_model_error: str | None = None
-        self._model_task: asyncio.Task[None] | None = None
+        self._model_task: asyncio.Future[None] | None = None
+        self._requested_model: ModelSettings | None = None
 
     @property
     def encoding(self) -> Any:
@@ -148,10 +149,10 @@ class LspInferServer(LanguageServer):
                 + "; ".join(problems),
                 types.MessageType.Warning,
             )
-        model_changed = settings.model != self.settings.model
         self.settings = settings
         logging.getLogger("lsp_infer").setLevel(settings.log_level.upper())
-        if model_changed or self.backend.state == "not loaded":
+        if settings.model != self._requested_model:
+            self._requested_model = settings.model
             self.start_model_load()
 
     async def pull_settings(self) -> None:
@@ -176,43 +177,18 @@ class LspInferServer(LanguageServer):
     # -- model ----------------------------------------------------------------------
 
     def start_model_load(self) -> None:
-        self._model_task = asyncio.ensure_future(self._load_model())
+        progress = _LoadProgress(self)
+        loading = self.backend.start_load(self.settings.model, progress.from_lane)
+        self._model_task = asyncio.ensure_future(self._watch_model_load(loading, progress))
 
-    async def _load_model(self) -> None:
-        progress = await self._begin_progress("lsp-infer", "Loading model…")
-        loop = asyncio.get_running_loop()
-        last = [-1]
-
-        def on_progress(done: int, total: int) -> None:
-            percent = done * 100 // max(total, 1)
-            if progress and percent // 10 != last[0] // 10:
-                last[0] = percent
-                loop.call_soon_threadsafe(self._report_progress, progress, percent)
-
-        await self.backend.load(self.settings.model, on_progress)
-        if progress:
-            self.work_done_progress.end(
-                progress, types.WorkDoneProgressEnd(message=self.backend.state)
-            )
+    async def _watch_model_load(
+        self, loading: asyncio.Future[None], progress: _LoadProgress
+    ) -> None:
+        await progress.begin("lsp-infer", "Loading model…")
+        await loading
+        progress.end(self.backend.state)
         if self.backend.state == "failed":
             self.report_model_error(self.backend.error or "the model failed to load")
-
-    async def _begin_progress(self, title: str, message: str) -> str | None:
-        window = self.client_capabilities.window
-        if not (window and window.work_done_progress):
-            return None
-        token = f"lsp-infer-{uuid.uuid4()}"
-        try:
-            await asyncio.wait_for(self.work_done_progress.create_async(token), timeout=5)
-        except (asyncio.TimeoutError, JsonRpcException):
-            return None
-        self.work_done_progress.begin(
-            token, types.WorkDoneProgressBegin(title=title, message=message, percentage=0)
-        )
-        return token
-
-    def _report_progress(self, token: str, percent: int) -> None:
-        self.work_done_progress.report(token, types.WorkDoneProgressReport(percentage=percent))
 
     def report_model_error(self, error: str) -> None:
         """Tell the user once per distinct failure, not once per keystroke."""
@@ -269,15 +245,57 @@ class LspInferServer(LanguageServer):
         self.lane.shutdown()
 
 
+class _LoadProgress:
+    """Work-done progress for a model load, fed from the lane thread."""
+
+    def __init__(self, server: LspInferServer) -> None:
+        self.server = server
+        self.loop = asyncio.get_running_loop()
+        self.token: str | None = None
+        self.last_decile = -1
+
+    async def begin(self, title: str, message: str) -> None:
+        window = self.server.client_capabilities.window
+        if not (window and window.work_done_progress):
+            return
+        token = f"lsp-infer-{uuid.uuid4()}"
+        try:
+            await asyncio.wait_for(self.server.work_done_progress.create_async(token), timeout=5)
+        except (asyncio.TimeoutError, JsonRpcException):
+            return
+        self.token = token
+        self.server.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, message=message, percentage=0)
+        )
+
+    def from_lane(self, done: int, total: int) -> None:
+        percent = done * 100 // max(total, 1)
+        if percent // 10 != self.last_decile:
+            self.last_decile = percent // 10
+            self.loop.call_soon_threadsafe(self._report, percent)
+
+    def _report(self, percent: int) -> None:
+        if self.token:
+            self.server.work_done_progress.report(
+                self.token, types.WorkDoneProgressReport(percentage=percent)
+            )
+
+    def end(self, message: str) -> None:
+        if self.token:
+            self.server.work_done_progress.end(
+                self.token, types.WorkDoneProgressEnd(message=message)
+            )
+
+
 def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
     server = LspInferServer(env)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: LspInferServer, params: types.InitializeParams) -> None:
         ls._init_options = params.initialization_options
-        # Settings from initializationOptions now, so a client without
-        # workspace/configuration still gets them; `initialized` may refine them.
-        ls.settings, ls._problems = load_settings(ls._init_options, ls.env)
+        # Start loading the model now with initializationOptions (initialize itself
+        # returns at once); settings pulled in `initialized` reload it only if they differ.
+        ls.apply_settings(ls._init_options)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: LspInferServer, params: types.InitializedParams) -> None:

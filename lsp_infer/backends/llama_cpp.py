@@ -9,6 +9,7 @@ inside prompt evaluation too.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import logging
 import os
@@ -81,8 +82,11 @@ class LlamaCppBackend:
 
     # -- loading (on the lane) ------------------------------------------------------
 
-    async def load(self, settings: ModelSettings, progress: Progress | None = None) -> None:
-        await self.lane.run(self.load_blocking, settings, progress)
+    def start_load(
+        self, settings: ModelSettings, progress: Progress | None = None
+    ) -> asyncio.Future[None]:
+        """Queue a (re)load on the lane; requests queued after it wait for it."""
+        return self.lane.submit(self.load_blocking, settings, progress)
 
     def load_blocking(self, settings: ModelSettings, progress: Progress | None = None) -> None:
         """(Re)load the model for these settings; no-op if they did not change."""

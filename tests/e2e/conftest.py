@@ -1,0 +1,116 @@
+"""End-to-end fixtures: the real `lsp-infer serve` over stdio, a real LSP client (pytest-lsp).
+
+Every test here runs the embedded default model. A test gets an uninitialized
+client and calls :func:`initialize` with the capabilities and options it needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+SERVER_COMMAND = [sys.executable, "-m", "lsp_infer", "serve", "--log-level", "debug"]
+
+
+def server_env(**overrides: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LSP_INFER_")}
+    env.update(overrides)
+    return env
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=SERVER_COMMAND, server_env=server_env())
+)
+async def client(lsp_client: LanguageClient):
+    yield
+    if lsp_client.capabilities is not None:
+        await lsp_client.shutdown_session()
+
+
+async def initialize(
+    client: LanguageClient,
+    *,
+    encodings: list[str] | None = None,
+    options: Any = None,
+    configuration: Any = None,
+    inline: bool = True,
+    workspace: Path | None = None,
+) -> types.InitializeResult:
+    """Initialize like an editor would; ``configuration`` answers workspace/configuration."""
+    general = (
+        types.GeneralClientCapabilities(
+            position_encodings=[types.PositionEncodingKind(e) for e in encodings]
+        )
+        if encodings
+        else None
+    )
+    capabilities = types.ClientCapabilities(
+        general=general,
+        workspace=types.WorkspaceClientCapabilities(configuration=configuration is not None),
+        window=types.WindowClientCapabilities(work_done_progress=True),
+        text_document=types.TextDocumentClientCapabilities(
+            inline_completion=types.InlineCompletionClientCapabilities() if inline else None,
+            synchronization=types.TextDocumentSyncClientCapabilities(),
+        ),
+    )
+    if configuration is not None:
+        client.set_configuration(configuration, section="lspInfer")
+    root = (workspace or Path.cwd()).as_uri()
+    return await client.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities,
+            initialization_options=options,
+            root_uri=root,
+            workspace_folders=[types.WorkspaceFolder(uri=root, name="ws")],
+        )
+    )
+
+
+def open_document(client: LanguageClient, uri: str, text: str, language: str = "python") -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id=language, version=1, text=text
+            )
+        )
+    )
+
+
+async def inline_at(
+    client: LanguageClient, uri: str, line: int, character: int
+) -> types.InlineCompletionList:
+    result = await client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=line, character=character),
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Automatic
+            ),
+        )
+    )
+    assert isinstance(result, types.InlineCompletionList), result
+    return result
+
+
+def end_of(text: str) -> tuple[int, int]:
+    """(line, utf-16 character) of the end of ``text``."""
+    lines = text.split("\n")
+    last = lines[-1]
+    return len(lines) - 1, len(last.encode("utf-16-le")) // 2
+
+
+async def raw_request(client: LanguageClient, method: str, params: Any) -> Any:
+    """Send a request with untyped params (pygls' typed client would refuse to build it)."""
+    msg_id = f"raw-{uuid.uuid4()}"
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    client.protocol._request_futures[msg_id] = future
+    client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+    return await future

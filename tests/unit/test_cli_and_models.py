@@ -1,0 +1,115 @@
+"""CLI argument parsing and model file checks (no model loaded here)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from lsp_infer import models
+from lsp_infer.cli import UsageError, main, offset_for, parse_location
+
+
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        ("a.py:2:12", (Path("a.py"), 2, 12)),
+        ("C:/x/a.py:1:1", (Path("C:/x/a.py"), 1, 1)),
+        ("dir:with:colons/a.py:3:4", (Path("dir:with:colons/a.py"), 3, 4)),
+    ],
+)
+def test_parse_location(location: str, expected) -> None:
+    assert parse_location(location) == expected
+
+
+@pytest.mark.parametrize(
+    "location", ["a.py", "a.py:2", "a.py:x:1", "a.py:0:1", "a.py:1:0", "a.py:-1:2"]
+)
+def test_parse_location_rejects(location: str) -> None:
+    with pytest.raises(UsageError):
+        parse_location(location)
+
+
+def test_offset_for() -> None:
+    text = "ab\ncd\r\nef"
+    assert offset_for(text, 1, 1) == 0
+    assert offset_for(text, 2, 3) == 5  # end of "cd", before \r\n
+    assert offset_for(text, 3, 3) == len(text)
+    with pytest.raises(UsageError, match="past the end of line 2"):
+        offset_for(text, 2, 9)
+    with pytest.raises(UsageError, match="past the end of the file"):
+        offset_for(text, 9, 1)
+
+
+def test_complete_with_bad_location_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "a.py"
+    target.write_text("x = 1\n")
+    assert main(["complete", f"{target}:5:1"]) == 2
+    assert "past the end of the file" in capsys.readouterr().err
+    assert main(["complete", f"{tmp_path / 'missing.py'}:1:1"]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    (tmp_path / "latin1.py").write_bytes(b"x = '\xe9'\n")
+    assert main(["complete", f"{tmp_path / 'latin1.py'}:1:1"]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_verify_refuses_mismatch_and_truncation(tmp_path: Path) -> None:
+    data = b"GGUF" + b"\x00" * 100
+    path = tmp_path / "m.gguf"
+    path.write_bytes(data)
+    good = hashlib.sha256(data).hexdigest()
+    models.verify(path, size=len(data), sha256=good)
+    with pytest.raises(models.ModelError, match="truncated"):
+        models.verify(path, size=len(data) + 1, sha256=good)
+    with pytest.raises(models.ModelError, match="refusing"):
+        models.verify(path, size=None, sha256="0" * 64)
+
+
+def test_resolve_custom_model(tmp_path: Path) -> None:
+    not_gguf = tmp_path / "x.gguf"
+    not_gguf.write_bytes(b"PK\x03\x04 zip file")
+    with pytest.raises(models.ModelError, match="not a GGUF"):
+        models.resolve_model(str(not_gguf))
+    with pytest.raises(models.ModelError, match="not found"):
+        models.resolve_model(str(tmp_path / "nope.gguf"))
+    gguf = tmp_path / "ok.gguf"
+    gguf.write_bytes(b"GGUF....")
+    resolved = models.resolve_model(str(gguf))
+    assert not resolved.embedded and "GGUF header only" in resolved.verified_by
+    resolved = models.resolve_model(str(gguf), hashlib.sha256(b"GGUF....").hexdigest())
+    assert resolved.verified_by == "sha256 (configured)"
+
+
+def test_assemble_writes_atomically_and_verifies(tmp_path: Path) -> None:
+    if not models.parts_installed():
+        pytest.skip("the model extra is not installed")
+    target = tmp_path / "model.gguf"
+    models.assemble(target=target)
+    assert target.stat().st_size == models.DEFAULT_MODEL.size
+    assert list(tmp_path.glob("*.partial")) == []
+    wrong = models.EmbeddedModel(
+        file_name="x",
+        parts=models.DEFAULT_MODEL.parts,
+        size=models.DEFAULT_MODEL.size,
+        sha256="0" * 64,
+        description="wrong hash",
+    )
+    with pytest.raises(models.ModelError, match="reinstall"):
+        models.assemble(wrong, target=tmp_path / "wrong.gguf")
+    assert not (tmp_path / "wrong.gguf").exists()
+    assert list(tmp_path.glob(".*partial")) == []
+
+
+def test_missing_parts_say_how_to_install() -> None:
+    missing = models.EmbeddedModel(
+        file_name="x",
+        parts=(("no_such_package_lsp_infer", "data/x.bin"),),
+        size=1,
+        sha256="0",
+        description="",
+    )
+    with pytest.raises(models.ModelError, match=r"pip install 'lsp-infer\[model\]'"):
+        models.assemble(missing)

@@ -1,0 +1,111 @@
+"""Postprocessing rules, as a table: (text around the cursor, raw model output) → suggestion."""
+
+from __future__ import annotations
+
+import pytest
+
+from lsp_infer.backends import Generation
+from lsp_infer.context import cursor_line
+from lsp_infer.engine import finish
+from lsp_infer.postprocess import complete_lines, postprocess
+
+CURSOR = "█"
+
+
+def check(document: str, raw: str, expected: str, max_lines: int = 8) -> None:
+    """``document`` marks the cursor with █."""
+    offset = document.index(CURSOR)
+    text = document.replace(CURSOR, "")
+    result = postprocess(raw, cursor_line(text, offset), max_lines)
+    assert result.text == expected
+
+
+CASES = [
+    # (name, document, raw, expected)
+    ("single line", "def add(a, b):\n    return █\n", "a + b", "a + b"),
+    ("trailing whitespace trimmed", "x = █", "1   \n\n\n", "1"),
+    ("whitespace only is nothing", "x = █", "  \n \n", ""),
+    ("mid-line keeps one line", "print(█)\n", "a, b)\nprint(c)", "a, b"),
+    ("mid-line keeps balanced call", "print(█)\n", "foo(x)", "foo(x)"),
+    ("mid-line drops repeated closer", "print(█)\n", "foo(x))", "foo(x)"),
+    ("mid-line drops repeated tail", "items = [█]\n", "1, 2, 3]", "1, 2, 3"),
+    (
+        "scope: stop at dedent",
+        "def f(x):\n    y = x█\n",
+        " + 1\n    return y\n\ndef g():\n    pass",
+        " + 1\n    return y",
+    ),
+    (
+        "scope: block opener keeps its body only",
+        "def f(x):█\n",
+        "\n    return x * 2\n\ndef g():\n    return 1",
+        "\n    return x * 2",
+    ),
+    (
+        "scope: closing bracket belongs to the block",
+        "config = {█\n",
+        '\n    "a": 1,\n}\nprint(config)',
+        '\n    "a": 1,\n}',
+    ),
+    (
+        "blank cursor line in a class: the next method, not what follows the class",
+        "class A:\n    def f(self):\n        return 1\n\n    █\n",
+        "def g(self):\n        return 2\n\nx = A()",
+        "def g(self):\n        return 2",
+    ),
+    (
+        "empty cursor line: scope from the first code line",
+        "def f(x):\n█",
+        "\n    y = x\n    return y\nprint(1)",
+        "\n    y = x\n    return y",
+    ),
+    (
+        "stop before repeating the next line",
+        "def f(x):\n    a = 1\n    █\n    return a\n",
+        "b = 2\n    return a\n",
+        "b = 2",
+    ),
+    ("whole suggestion repeats what follows", "def f():\n█\n    return 1\n", "    return 1", ""),
+    ("max lines", "x = [█\n", "\n    1,\n    2,\n    3,\n]", "\n    1,\n    2,", 3),
+    ("CRLF output normalised", "x = █", "1\r\n", "1"),
+    ("NUL removed", "x = █", "1\x00", "1"),
+]
+
+
+@pytest.mark.parametrize(
+    ("document", "raw", "expected", "max_lines"),
+    [(c[1], c[2], c[3], c[4] if len(c) > 4 else 8) for c in CASES],
+    ids=[c[0] for c in CASES],
+)
+def test_postprocess(document: str, raw: str, expected: str, max_lines: int) -> None:
+    check(document, raw, expected, max_lines)
+
+
+def test_truncated_flag_lets_generation_stop_early() -> None:
+    text = "def f(x):\n    y = x"
+    line = cursor_line(text, len(text))
+    assert not postprocess(" + 1\n    return y", line, 8).truncated
+    assert postprocess(" + 1\n    return y\ndef", line, 8).truncated
+    mid = cursor_line("print()", 6)
+    assert postprocess("x)\n", mid, 1).truncated
+
+
+def test_complete_lines() -> None:
+    assert complete_lines("a\nb\nc") == "a\nb\n"
+    assert complete_lines("abc") == ""
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason", "expected"),
+    [
+        ("a + b", "end", "a + b"),
+        ("first\n    sec", "deadline", "first"),  # cut short: whole lines only
+        ("half", "deadline", ""),
+        ("x\n    y = 1\n    z", "max_tokens", "x\n    y = 1"),
+        ("long_single_line", "max_tokens", "long_single_line"),
+    ],
+)
+def test_finish_keeps_whole_lines_when_cut_short(raw: str, reason, expected: str) -> None:
+    text = "def f():\n    return "
+    line = cursor_line(text, len(text))
+    assert finish(raw, Generation(text=raw, stop_reason=reason), line, 8) == expected

@@ -1,0 +1,97 @@
+"""FIM templates and choosing one from a vocabulary."""
+
+from __future__ import annotations
+
+import pytest
+
+from lsp_infer.context import fit_window
+from lsp_infer.prompts import TEMPLATES, Special, detect_template, prompt_text
+
+
+def vocabulary(*tokens: str):
+    return lambda text: text in tokens
+
+
+QWEN = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|file_sep|>", "<|endoftext|>")
+GEMMA = ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|file_separator|>")
+
+
+@pytest.mark.parametrize(
+    ("name", "tokens", "expected"),
+    [
+        ("Qwen2.5 Coder 0.5B Instruct AWQ", QWEN, "qwen"),
+        ("codegemma-2b", GEMMA, "codegemma"),
+        ("some model", GEMMA, "codegemma"),  # told apart by the file separator
+        ("starcoder2-3b", ("<fim_prefix>", "<fim_suffix>", "<fim_middle>"), "starcoder"),
+        ("CodeLlama-7b", ("▁<PRE>", "▁<SUF>", "▁<MID>", "▁<EOT>"), "codellama"),
+        (
+            "deepseek-coder-1.3b-base",
+            ("<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>"),
+            "deepseek",
+        ),
+        ("Codestral-22B", ("[PREFIX]", "[SUFFIX]"), "codestral"),
+        ("llama-3-chat", ("<|begin_of_text|>",), None),
+    ],
+)
+def test_detect_template(name: str, tokens: tuple[str, ...], expected: str | None) -> None:
+    template = detect_template(name, vocabulary(*tokens))
+    assert (template.name if template else None) == expected
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("qwen", "<|fim_prefix|>P<|fim_suffix|>S<|fim_middle|>"),
+        ("starcoder", "<fim_prefix>P<fim_suffix>S<fim_middle>"),
+        ("codellama", "▁<PRE>P▁<SUF>S▁<MID>"),
+        ("deepseek", "<｜fim▁begin｜>P<｜fim▁hole｜>S<｜fim▁end｜>"),
+        ("codestral", "[SUFFIX]S[PREFIX]P"),
+    ],
+)
+def test_build(template: str, expected: str) -> None:
+    assert prompt_text(TEMPLATES[template].build("P", "S")) == expected
+
+
+def test_code_text_is_never_a_special_segment() -> None:
+    prompt = TEMPLATES["qwen"].build("x = '<|fim_middle|>'", "")
+    specials = [p for p in prompt if isinstance(p, Special)]
+    assert [s.text for s in specials] == ["<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"]
+
+
+def count_words(text: str) -> int:
+    return len(text.split()) + text.count("\n")
+
+
+def test_fit_window_keeps_everything_that_fits() -> None:
+    text = "a\nb\nc\nd"
+    window = fit_window(text, 3, 100, count_words)
+    assert (window.prefix, window.suffix) == ("a\nb", "\nc\nd")
+
+
+def test_fit_window_drops_far_lines_first() -> None:
+    lines = [f"line {i}\n" for i in range(100)]
+    text = "".join(lines)
+    offset = text.index("line 50")
+    window = fit_window(text, offset, 40, count_words, suffix_share=0.25)
+    assert window.prefix.endswith("line 49\n") and "line 0\n" not in window.prefix
+    assert window.suffix.startswith("line 50\n") and "line 99" not in window.suffix
+    assert count_words(window.prefix) + count_words(window.suffix) <= 40
+
+
+def test_fit_window_cuts_a_huge_cursor_line_on_its_far_side() -> None:
+    text = "x" * 100_000
+    window = fit_window(text, 50_000, 10, lambda t: len(t) // 4 + 1)
+    assert window.prefix and text[:50_000].endswith(window.prefix)
+    assert len(window.prefix) < 1000
+
+
+def test_fit_window_on_a_megabyte_never_tokenizes_it_whole() -> None:
+    seen: list[int] = []
+
+    def counting(text: str) -> int:
+        seen.append(len(text))
+        return len(text) // 4 + 1
+
+    text = "abc = 1\n" * 200_000
+    fit_window(text, len(text) // 2, 256, counting)
+    assert sum(seen) < 50_000
