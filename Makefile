@@ -1,0 +1,37 @@
+# Two entry points for a fresh machine (Python >= 3.10, a C/C++ compiler, make):
+#   make demo   set up .venv with the embedded default model and run one completion
+#   make test   set up .venv with the test tools and run every test
+# llama-cpp-python builds from source on first install (~10 minutes on 2 cores).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.model-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -e '.[model]'
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -e '.[model,test]'
+	touch $@
+
+demo: $(VENV)/.model-installed
+	$(BIN)/lsp-infer model fetch
+	$(BIN)/lsp-infer complete examples/add.py:2:12
+
+test: $(VENV)/.test-installed
+	$(BIN)/ruff check lsp_infer tests bench
+	$(BIN)/mypy
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.test-installed
+	$(BIN)/python bench/cold_start.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
