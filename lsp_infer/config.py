@@ -40,6 +40,9 @@ class ModelSettings:
     n_threads: int | None = field(default=None, metadata={"min": 1, "max": 256})
     n_batch: int = _bounded(256, 16, 4096)
     fim_template: str = _choice("auto", FIM_TEMPLATES)
+    # Prompt order: "spm" (suffix first) lets a keystroke reuse the KV cache of all but the
+    # last few tokens; "auto" uses each template's measured default (see BENCHMARKS.md).
+    fim_order: str = _choice("auto", ("auto", "psm", "spm"))
 
 
 @dataclass(kw_only=True)
@@ -52,6 +55,8 @@ class CompletionSettings:
     context_tokens: int = _bounded(512, 64, 32768)
     # Past this, decoding stops and the completed lines so far are returned.
     timeout_ms: int = _bounded(4000, 100, 120000)
+    # After a suggestion is shown, generate what would follow its acceptance while idle.
+    precompute: bool = True
 
 
 @dataclass(kw_only=True)

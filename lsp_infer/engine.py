@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lsp_infer.backends import Backend, CompletionJob, Generation
+from lsp_infer.backends import Backend, CompletionJob, Generation, JobProgress
 from lsp_infer.config import CompletionSettings
 from lsp_infer.context import CursorLine, cursor_line
 from lsp_infer.postprocess import complete_lines, postprocess
@@ -38,7 +38,12 @@ class CompletionEngine:
         self.backend = backend
 
     async def complete(
-        self, text: str, offset: int, settings: CompletionSettings, cancel: CancelToken
+        self,
+        text: str,
+        offset: int,
+        settings: CompletionSettings,
+        cancel: CancelToken,
+        progress: JobProgress | None = None,
     ) -> Suggestion:
         line = cursor_line(text, offset)
         max_lines = 1 if line.after.strip() else settings.max_lines
@@ -49,6 +54,7 @@ class CompletionEngine:
             max_tokens=settings.max_tokens,
             decode_seconds=settings.timeout_ms / 1000,
             should_stop=lambda so_far: postprocess(so_far, line, max_lines).truncated,
+            progress=progress or JobProgress(),
         )
         generation = await self.backend.complete(job, cancel)
         suggestion = finish(generation.text, generation, line, max_lines)

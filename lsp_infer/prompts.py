@@ -21,6 +21,7 @@ class Special:
 
 
 Segment = str | Special
+Order = Literal["psm", "spm"]
 Prompt = tuple[Segment, ...]
 
 
@@ -33,7 +34,7 @@ class FimTemplate:
     middle: str | None
     # "psm": prefix, suffix, middle. "spm": suffix first, then prefix — the part that
     # changes while typing comes last, so more of the prompt's KV cache is reused.
-    order: Literal["psm", "spm"]
+    order: Order
     # Extra stop markers beyond the vocabulary's end-of-generation tokens.
     stop: tuple[str, ...] = ()
     add_bos: bool = False
@@ -46,12 +47,13 @@ class FimTemplate:
         """The special tokens a vocabulary must have for this template to work."""
         return tuple(m for m in (self.prefix, self.suffix, self.middle) if m is not None)
 
-    def build(self, prefix: str, suffix: str) -> Prompt:
-        """The FIM prompt for the text before and after the cursor."""
+    def build(self, prefix: str, suffix: str, order: Order | None = None) -> Prompt:
+        """The FIM prompt for the text before and after the cursor (in ``order``, default
+        the template's own)."""
         pre: Prompt = (Special(self.prefix), prefix)
         suf: Prompt = (Special(self.suffix), suffix)
         mid: Prompt = (Special(self.middle),) if self.middle else ()
-        parts = (*pre, *suf, *mid) if self.order == "psm" else (*suf, *pre, *mid)
+        parts = (*pre, *suf, *mid) if (order or self.order) == "psm" else (*suf, *pre, *mid)
         return tuple(p for p in parts if p != "")
 
 

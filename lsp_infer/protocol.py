@@ -10,7 +10,8 @@ from lsp_infer.documents import TextChange
 from lsp_infer.positions import ENCODINGS, Encoding
 
 SECTION = "lspInfer"  # settings section for workspace/configuration
-STATS_METHOD = "lspInfer/stats"
+STATS_METHOD = "lspInfer/stats"  # request: counters and latency percentiles
+STATUS_METHOD = "lspInfer/status"  # notification: {"state": loading|ready|failed, "message"}
 
 
 def encoding_from(kind: str | types.PositionEncodingKind | None) -> Encoding:

@@ -1,4 +1,4 @@
-"""Cancel tokens, the model lane, and per-document supersede ("the latest keystroke wins").
+"""Cancel tokens and the model lane.
 
 The model lane is one dedicated thread: llama.cpp contexts are not thread-safe,
 and keeping the model off pygls' shared thread pool means a busy model never
@@ -70,11 +70,18 @@ class ModelLane:
     def __init__(self, name: str = "lsp-infer-model") -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._thread_ident: int | None = None
+        self.pending = 0  # jobs submitted and not finished (queue depth + the running one)
 
     def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         """Queue work now (not when the caller first awaits), so queue order is call order."""
         loop = asyncio.get_running_loop()
-        return loop.run_in_executor(self._executor, self._call, fn, args)
+        self.pending += 1
+        future = loop.run_in_executor(self._executor, self._call, fn, args)
+        future.add_done_callback(self._finished)
+        return future
+
+    def _finished(self, _: object) -> None:
+        self.pending -= 1
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         return await self.submit(fn, *args)
@@ -92,35 +99,3 @@ class ModelLane:
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
-
-
-class RequestRegistry:
-    """The in-flight completion request per document; a newer one supersedes it."""
-
-    def __init__(self) -> None:
-        self._active: dict[str, CancelToken] = {}
-
-    def begin(self, uri: str) -> CancelToken:
-        previous = self._active.get(uri)
-        if previous is not None:
-            previous.cancel(CancelReason.SUPERSEDED)
-        token = CancelToken()
-        self._active[uri] = token
-        return token
-
-    def end(self, uri: str, token: CancelToken) -> None:
-        if self._active.get(uri) is token:
-            del self._active[uri]
-
-    def cancel_document(self, uri: str, reason: CancelReason) -> None:
-        token = self._active.pop(uri, None)
-        if token is not None:
-            token.cancel(reason)
-
-    def cancel_all(self, reason: CancelReason) -> None:
-        for token in self._active.values():
-            token.cancel(reason)
-        self._active.clear()
-
-    def __len__(self) -> int:
-        return len(self._active)

@@ -21,19 +21,22 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from lsp_infer import __version__
 from lsp_infer.backends import BackendUnavailable
 from lsp_infer.backends.llama_cpp import LlamaCppBackend
+from lsp_infer.completions import Completions
 from lsp_infer.config import ModelSettings, load_settings
 from lsp_infer.documents import DocumentNotOpen, DocumentStore
 from lsp_infer.engine import CompletionEngine
 from lsp_infer.positions import PositionError, position_at
 from lsp_infer.protocol import (
     SECTION,
+    STATS_METHOD,
+    STATUS_METHOD,
     completion_list,
     encoding_from,
     inline_completion_list,
     position,
     text_changes,
 )
-from lsp_infer.scheduling import Cancelled, CancelReason, ModelLane, RequestRegistry
+from lsp_infer.scheduling import ModelLane
 
 log = logging.getLogger(__name__)
 
@@ -89,13 +92,14 @@ class LspInferProtocol(LanguageServerProtocol):
     ) -> Generator[Any, Any, None]:
         doc = params.text_document
         try:
-            self._server.documents.change(
+            snapshot = self._server.documents.change(
                 doc.uri, doc.version, text_changes(params.content_changes), self._server.encoding
             )
         except DocumentNotOpen:
             log.warning("didChange for a document that is not open: %s", doc.uri)
-        # The document moved on: in-flight work for it computes a stale answer.
-        self._server.requests.cancel_document(doc.uri, CancelReason.DOCUMENT_CHANGED)
+        else:
+            # Stops the document's generation unless this edit continues it.
+            self._server.completions.document_changed(doc.uri, snapshot.text)
         yield from self._user_handler(types.TEXT_DOCUMENT_DID_CHANGE, params)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -104,7 +108,7 @@ class LspInferProtocol(LanguageServerProtocol):
     ) -> Generator[Any, Any, None]:
         uri = params.text_document.uri
         self._server.documents.close(uri)
-        self._server.requests.cancel_document(uri, CancelReason.DOCUMENT_CLOSED)
+        self._server.completions.document_closed(uri)
         yield from self._user_handler(types.TEXT_DOCUMENT_DID_CLOSE, params)
 
     def _user_handler(self, method: str, params: Any) -> Generator[Any, Any, None]:
@@ -122,10 +126,9 @@ class LspInferServer(LanguageServer):
         )
         self.env = dict(os.environ if env is None else env)
         self.documents = DocumentStore()
-        self.requests = RequestRegistry()
         self.lane = ModelLane()
         self.backend = LlamaCppBackend(self.lane)
-        self.engine = CompletionEngine(self.backend)
+        self.completions = Completions(CompletionEngine(self.backend), self.lane)
         self.settings, self._problems = load_settings(None, self.env)
         self._init_options: Any = None
         self._shown_problems: list[str] = []
@@ -177,6 +180,7 @@ class LspInferServer(LanguageServer):
     # -- model ----------------------------------------------------------------------
 
     def start_model_load(self) -> None:
+        self.notify_status("loading", "loading the model")
         progress = _LoadProgress(self)
         loading = self.backend.start_load(self.settings.model, progress.from_lane)
         self._model_task = asyncio.ensure_future(self._watch_model_load(loading, progress))
@@ -188,7 +192,17 @@ class LspInferServer(LanguageServer):
         await loading
         progress.end(self.backend.state)
         if self.backend.state == "failed":
+            self.notify_status("failed", self.backend.error or "the model failed to load")
             self.report_model_error(self.backend.error or "the model failed to load")
+        elif self.backend.loaded is not None:
+            self.completions.reset()
+            self.notify_status(
+                "ready", f"{self.backend.loaded.name} ({self.backend.loaded.template.name})"
+            )
+
+    def notify_status(self, state: str, message: str) -> None:
+        """``lspInfer/status``: lets clients show loading / ready / failed."""
+        self.protocol.notify(STATUS_METHOD, {"state": state, "message": message})
 
     def report_model_error(self, error: str) -> None:
         """Tell the user once per distinct failure, not once per keystroke."""
@@ -208,25 +222,18 @@ class LspInferServer(LanguageServer):
         where = position(*position_at(snapshot.text, offset, self.encoding, starts=snapshot.starts))
         if not self.settings.completion.enabled:
             return "", where
-        token = self.requests.begin(uri)
         try:
-            result = await self.engine.complete(
-                snapshot.text, offset, self.settings.completion, token
+            text = await self.completions.suggest(
+                uri, snapshot.text, offset, self.settings.completion, self.backend.model_key()
             )
-        except asyncio.CancelledError:
-            token.cancel(CancelReason.CLIENT)  # $/cancelRequest: stop the model too
-            raise
-        except Cancelled:
-            return "", where  # superseded or the document changed: an empty answer
         except BackendUnavailable as exc:
             self.report_model_error(str(exc))
             return "", where
-        finally:
-            self.requests.end(uri, token)
         current = self.documents.find(uri)
         if current is None or current.version != snapshot.version:
+            self.completions.stats.superseded += 1
             return "", where  # computed for a version that is gone
-        return result.text, where
+        return text, where
 
     # -- plumbing -------------------------------------------------------------------
 
@@ -241,7 +248,7 @@ class LspInferServer(LanguageServer):
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
     def stop(self) -> None:
-        self.requests.cancel_all(CancelReason.SHUTDOWN)
+        self.completions.shutdown()
         self.lane.shutdown()
 
 
@@ -324,6 +331,10 @@ def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
     ) -> types.CompletionList:
         text, where = await ls.suggest(params.text_document.uri, params.position)
         return completion_list(text, where)
+
+    @server.feature(STATS_METHOD)
+    def stats(ls: LspInferServer, params: Any) -> dict[str, Any]:
+        return ls.completions.stats.as_json(queue_depth=ls.lane.pending)
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: LspInferServer, params: Any) -> None:

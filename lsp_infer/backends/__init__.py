@@ -20,6 +20,20 @@ class BackendUnavailable(Exception):
     """The backend cannot serve requests now (model missing, still loading, failed)."""
 
 
+@dataclass
+class JobProgress:
+    """What a job has done so far, written by the backend as it goes (read by the scheduler:
+    in-flight reuse needs the text so far; stats need the work done by cancelled jobs)."""
+
+    text: str = ""
+    prompt_tokens: int = 0
+    prompt_tokens_reused: int = 0
+    prompt_tokens_evaluated: int = 0
+    generated_tokens: int = 0
+    started_at: float | None = None  # monotonic time the backend started the job
+    stopped_at: float | None = None  # monotonic time the backend stopped for a cancel
+
+
 @dataclass(frozen=True)
 class CompletionJob:
     text: str  # the whole document snapshot
@@ -31,6 +45,7 @@ class CompletionJob:
     decode_seconds: float
     # Called with the text so far after each token; True ends generation early.
     should_stop: Callable[[str], bool] = field(default=lambda _text: False)
+    progress: JobProgress = field(default_factory=JobProgress)
 
 
 @dataclass(frozen=True)

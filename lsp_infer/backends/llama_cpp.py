@@ -14,6 +14,7 @@ import codecs
 import logging
 import os
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,8 +24,8 @@ from lsp_infer.backends import BackendUnavailable, CompletionJob, Generation, St
 from lsp_infer.config import ModelSettings
 from lsp_infer.context import fit_window
 from lsp_infer.models import ModelError, Progress, ResolvedModel, resolve_model
-from lsp_infer.prompts import TEMPLATES, FimTemplate, Prompt, Special, detect_template
-from lsp_infer.scheduling import CancelToken, ModelLane
+from lsp_infer.prompts import TEMPLATES, FimTemplate, Order, Prompt, Special, detect_template
+from lsp_infer.scheduling import Cancelled, CancelToken, ModelLane
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class LoadedModel:
     name: str
     architecture: str
     template: FimTemplate
+    order: Order
     n_ctx: int
     n_threads: int
     load_seconds: float
@@ -59,6 +61,14 @@ def _common_prefix(a: Any, b: list[int]) -> int:
         return 0
     diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
     return int(diff[0]) if diff.size else n
+
+
+def _order(setting: str, template: FimTemplate) -> Order:
+    if setting == "psm":
+        return "psm"
+    if setting == "spm":
+        return "spm"
+    return template.order
 
 
 class LlamaCppBackend:
@@ -143,6 +153,7 @@ class LlamaCppBackend:
             name=name,
             architecture=metadata.get("general.architecture", "?"),
             template=template,
+            order=_order(settings.fim_order, template),
             n_ctx=llm.n_ctx(),
             n_threads=threads,
             load_seconds=time.monotonic() - started,
@@ -205,6 +216,13 @@ class LlamaCppBackend:
     def close(self) -> None:
         self.lane.run_blocking(self._close)
 
+    def model_key(self) -> Hashable:
+        """Identifies what shapes a suggestion besides the text: model, template, order."""
+        loaded = self.loaded
+        if loaded is None:
+            return None
+        return (str(loaded.resolved.path), loaded.template.name, loaded.order, loaded.n_ctx)
+
     # -- tokens ---------------------------------------------------------------------
 
     def count_tokens(self, text: str) -> int:
@@ -243,24 +261,30 @@ class LlamaCppBackend:
         template = self.loaded.template
         budget = min(job.budget_tokens, self.loaded.n_ctx - job.max_tokens - _CONTEXT_MARGIN)
         window = fit_window(job.text, job.offset, budget, self.count_tokens)
-        tokens = self.tokenize_prompt(
-            template.build(window.prefix, window.suffix), template.add_bos
-        )
+        prompt = template.build(window.prefix, window.suffix, self.loaded.order)
+        tokens = self.tokenize_prompt(prompt, template.add_bos)
         return self._generate(tokens, job, cancel)
 
     def _generate(self, tokens: list[int], job: CompletionJob, cancel: CancelToken) -> Generation:
-        llm = self._llm
-        started = time.monotonic()
+        llm, progress = self._llm, job.progress
+        progress.started_at = started = time.monotonic()
         reused = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
         if reused == len(tokens):
             reused -= 1  # re-evaluate the last token to get fresh logits
         llm.n_tokens = reused
+        progress.prompt_tokens, progress.prompt_tokens_reused = len(tokens), reused
         max_tokens = min(job.max_tokens, llm.n_ctx() - len(tokens) - 1)
         self._active = cancel
         try:
             self._eval(tokens[reused:], cancel)
+            progress.prompt_tokens_evaluated = len(tokens) - reused
             prompt_done = time.monotonic()
             text, generated, reason = self._decode(job, max_tokens, cancel, prompt_done)
+        except Cancelled:
+            progress.stopped_at = time.monotonic()
+            if not progress.prompt_tokens_evaluated:  # stopped inside prompt evaluation
+                progress.prompt_tokens_evaluated = max(0, llm.n_tokens - reused)
+            raise
         finally:
             self._active = None
         return Generation(
@@ -280,8 +304,7 @@ class LlamaCppBackend:
             # llama_decode returned 2: aborted by our callback. llama.cpp dropped the
             # aborted batch from its KV cache and llm.n_tokens only counts batches
             # that finished, so the next request reuses exactly what is valid.
-            if cancel.cancelled:
-                cancel.raise_if_cancelled()
+            cancel.raise_if_cancelled()
             raise
 
     def _decode(
@@ -308,6 +331,7 @@ class LlamaCppBackend:
             ):
                 return text, generated, "end"
             text += decoder.decode(llm.detokenize([token]))
+            job.progress.text, job.progress.generated_tokens = text, generated + 1
             if job.should_stop(text):
                 return text, generated + 1, "stopped"
             if llm.n_tokens + 1 >= llm.n_ctx():

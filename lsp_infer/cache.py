@@ -1,0 +1,90 @@
+"""Reusing suggestions without the model: cursor contexts, type-ahead, the suggestion LRU (pure).
+
+A suggestion depends only on the text the prompt can see, and the prompt never sees more than
+``reach`` characters on either side of the cursor. So a :class:`CursorContext` (bounded text
+before and after the cursor) is a complete cache key, and comparing two of them is cheap even
+in a megabyte file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from cachetools import LRUCache
+
+
+@dataclass(frozen=True)
+class CursorContext:
+    before: str  # up to ``reach`` characters before the cursor
+    after: str  # up to ``reach`` characters after the cursor
+    offset: int  # the cursor, as an offset into the document
+
+    @classmethod
+    def at(cls, text: str, offset: int, reach: int) -> CursorContext:
+        return cls(text[max(0, offset - reach) : offset], text[offset : offset + reach], offset)
+
+
+def typed_since(old: CursorContext, text: str, offset: int, reach: int) -> str | None:
+    """The text typed at ``old``'s cursor that turned it into (text, offset), or None.
+
+    None unless the only nearby change is an insertion at the old cursor with the new cursor
+    at its end: the text before the old cursor and after the new one must be unchanged (as
+    far as ``reach`` — the most a prompt can see).
+    """
+    if offset < old.offset or offset - old.offset > reach:
+        return None
+    if text[max(0, old.offset - reach) : old.offset] != old.before:
+        return None
+    if text[offset : offset + reach] != old.after:
+        return None
+    return text[old.offset : offset]
+
+
+def rest_after_typing(suggestion: str, typed: str) -> str | None:
+    """What is left of a suggestion once ``typed`` was typed into it (None: it diverged or
+    nothing is left)."""
+    if suggestion.startswith(typed) and len(suggestion) > len(typed):
+        return suggestion[len(typed) :]
+    return None
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The suggestion last shown for a document, and where."""
+
+    context: CursorContext
+    text: str
+
+
+def type_ahead(shown: Shown | None, text: str, offset: int, reach: int) -> str | None:
+    """The rest of the shown suggestion if the user has been typing it, else None."""
+    if shown is None:
+        return None
+    typed = typed_since(shown.context, text, offset, reach)
+    if not typed:
+        return None
+    return rest_after_typing(shown.text, typed)
+
+
+class SuggestionCache:
+    """Finished suggestions keyed by their cursor context and the settings that shape them."""
+
+    def __init__(self, size: int = 512) -> None:
+        self._entries: LRUCache[Hashable, str] = LRUCache(maxsize=size)
+
+    @staticmethod
+    def key(context: CursorContext, settings_key: Hashable) -> Hashable:
+        return (context.before, context.after, settings_key)
+
+    def get(self, context: CursorContext, settings_key: Hashable) -> str | None:
+        return self._entries.get(self.key(context, settings_key))
+
+    def put(self, context: CursorContext, settings_key: Hashable, suggestion: str) -> None:
+        self._entries[self.key(context, settings_key)] = suggestion
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,281 @@
+"""The keystroke path: what answers a completion request, fastest first.
+
+1. **Type-ahead**: the user typed the first characters of the suggestion on screen → the rest.
+2. **Suggestion cache**: this exact cursor context was answered before → that answer.
+3. **In-flight reuse**: a generation for this document is running and what the user typed
+   since it started matches what it has produced so far → wait for it, answer the rest.
+4. **A new generation**, which supersedes the document's previous one (latest wins).
+
+After a suggestion is shown, an idle **precompute** starts the generation for the state where
+the user accepted it; a keystroke that is not part of the suggestion cancels it.
+
+Every request gets exactly one answer: a suggestion, an empty string (superseded, stale or
+nothing to say), or asyncio.CancelledError for an explicit client cancel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from lsp_infer.backends import JobProgress
+from lsp_infer.cache import (
+    CursorContext,
+    Shown,
+    SuggestionCache,
+    rest_after_typing,
+    type_ahead,
+    typed_since,
+)
+from lsp_infer.config import CompletionSettings
+from lsp_infer.context import MAX_CHARS_PER_TOKEN
+from lsp_infer.engine import CompletionEngine, Suggestion
+from lsp_infer.scheduling import Cancelled, CancelReason, CancelToken, ModelLane
+from lsp_infer.stats import Stats
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Flight:
+    """One generation running (or queued) for a document."""
+
+    uri: str
+    reach: int  # characters the prompt can see on either side (from the settings)
+    origin: CursorContext  # where typing that this generation continues starts
+    origin_length: int  # document length at origin (to find the cursor after an insertion)
+    lead: str  # text assumed typed at origin before the generation's own output (precompute)
+    settings_key: Hashable
+    precompute: bool
+    token: CancelToken = field(default_factory=CancelToken)
+    progress: JobProgress = field(default_factory=JobProgress)
+    task: asyncio.Future[Suggestion] | None = None
+    waiters: int = 0
+    kept_by_edit: bool = False  # an edit continued it: a request for it is on its way
+
+    def expected(self) -> str:
+        """Everything this generation stands for, typed or generated, so far."""
+        return self.lead + self.progress.text
+
+    def typed(self, text: str, offset: int) -> str | None:
+        typed = typed_since(self.origin, text, offset, self.reach)
+        if typed is None or not self.expected().startswith(typed):
+            return None
+        return typed
+
+
+class _Superseded(Exception):
+    pass
+
+
+class Completions:
+    def __init__(self, engine: CompletionEngine, lane: ModelLane) -> None:
+        self.engine = engine
+        self.lane = lane
+        self.stats = Stats()
+        self.cache = SuggestionCache()
+        self._flights: dict[str, Flight] = {}
+        self._shown: dict[str, Shown] = {}
+
+    # -- requests -------------------------------------------------------------------
+
+    async def suggest(
+        self, uri: str, text: str, offset: int, settings: CompletionSettings, model_key: Hashable
+    ) -> str:
+        """The suggestion at ``offset``; "" when there is none or the request went stale."""
+        started = time.monotonic()
+        self.stats.requests += 1
+        self.stats.queue_depth_max = max(self.stats.queue_depth_max, self.lane.pending)
+        reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
+        context = CursorContext.at(text, offset, reach)
+        key = (model_key, settings.max_tokens, settings.max_lines, settings.context_tokens)
+        try:
+            answer = await self._answer(uri, text, offset, context, key, settings)
+        except _Superseded:
+            self.stats.superseded += 1
+            return ""
+        except asyncio.CancelledError:
+            self.stats.cancelled += 1
+            raise
+        self.stats.answered += 1
+        self.stats.latency_ms.append((time.monotonic() - started) * 1000)
+        if answer:
+            self.stats.suggested += 1
+            self._shown[uri] = Shown(context, answer)
+            if settings.precompute and uri not in self._flights:
+                self._precompute(uri, text, offset, context, answer, key, settings)
+        return answer
+
+    async def _answer(
+        self,
+        uri: str,
+        text: str,
+        offset: int,
+        context: CursorContext,
+        key: Hashable,
+        settings: CompletionSettings,
+    ) -> str:
+        reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
+        rest = type_ahead(self._shown.get(uri), text, offset, reach)
+        if rest is not None:
+            self.stats.type_ahead_hits += 1
+            return rest
+        cached = self.cache.get(context, key)
+        if cached is not None:
+            self.stats.cache_hits += 1
+            return cached
+        flight = self._flights.get(uri)
+        if flight is not None and flight.settings_key == key and not flight.token.cancelled:
+            typed = flight.typed(text, offset)
+            if typed is not None:
+                result = await self._wait_for(flight)
+                rest = rest_after_typing(flight.lead + result, typed)
+                if rest is not None:
+                    if flight.precompute:
+                        self.stats.precompute_hits += 1
+                    else:
+                        self.stats.in_flight_hits += 1
+                    return rest
+                # The generation went elsewhere than the user typed: start afresh.
+        flight = self._start(uri, text, offset, context, "", key, settings, precompute=False)
+        return await self._wait_for(flight)
+
+    async def _wait_for(self, flight: Flight) -> str:
+        assert flight.task is not None
+        flight.waiters += 1
+        try:
+            # shield: a waiter cancelled by its client must not cancel a generation that
+            # another request (or the next keystroke) still wants.
+            suggestion = await asyncio.shield(flight.task)
+        except Cancelled:
+            raise _Superseded from None
+        except asyncio.CancelledError:
+            if flight.waiters == 1 and not flight.kept_by_edit:
+                flight.token.cancel(CancelReason.CLIENT)  # nobody else wants it: stop the model
+            raise
+        finally:
+            flight.waiters -= 1
+        return suggestion.text
+
+    # -- generations ------------------------------------------------------------------
+
+    def _start(
+        self,
+        uri: str,
+        text: str,
+        offset: int,
+        origin: CursorContext,
+        lead: str,
+        key: Hashable,
+        settings: CompletionSettings,
+        *,
+        precompute: bool,
+        job_text: str | None = None,
+        job_offset: int | None = None,
+    ) -> Flight:
+        previous = self._flights.get(uri)
+        if previous is not None:
+            previous.token.cancel(CancelReason.SUPERSEDED)
+        reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
+        flight = Flight(uri, reach, origin, len(text), lead, key, precompute)
+        self._flights[uri] = flight
+        flight.task = asyncio.ensure_future(
+            self._run(
+                flight,
+                job_text if job_text is not None else text,
+                job_offset if job_offset is not None else offset,
+                settings,
+            )
+        )
+        flight.task.add_done_callback(_consume_exception)
+        return flight
+
+    def _precompute(
+        self,
+        uri: str,
+        text: str,
+        offset: int,
+        context: CursorContext,
+        shown: str,
+        key: Hashable,
+        settings: CompletionSettings,
+    ) -> None:
+        """Generate, in the background, what would follow if the user accepted ``shown``."""
+        accepted = text[:offset] + shown + text[offset:]
+        self._start(
+            uri, text, offset, context, shown, key, settings,
+            precompute=True, job_text=accepted, job_offset=offset + len(shown),
+        )  # fmt: skip
+
+    async def _run(
+        self, flight: Flight, text: str, offset: int, settings: CompletionSettings
+    ) -> Suggestion:
+        self.stats.generations += 1
+        try:
+            suggestion = await self.engine.complete(
+                text, offset, settings, flight.token, flight.progress
+            )
+            context = CursorContext.at(text, offset, flight.reach)
+            self.cache.put(context, flight.settings_key, suggestion.text)
+            return suggestion
+        finally:
+            self._account(flight)
+            if self._flights.get(flight.uri) is flight:
+                del self._flights[flight.uri]
+
+    def _account(self, flight: Flight) -> None:
+        progress, token = flight.progress, flight.token
+        self.stats.prompt_tokens_evaluated += progress.prompt_tokens_evaluated
+        self.stats.prompt_tokens_reused += progress.prompt_tokens_reused
+        self.stats.tokens_generated += progress.generated_tokens
+        if flight.precompute:
+            self.stats.tokens_precomputed += progress.generated_tokens
+        elif token.cancelled or flight.waiters == 0:
+            self.stats.tokens_wasted += progress.generated_tokens
+        if token.cancelled_at is not None and progress.stopped_at is not None:
+            self.stats.cancel_to_stop_ms.append((progress.stopped_at - token.cancelled_at) * 1000)
+
+    # -- document events ------------------------------------------------------------
+
+    def document_changed(self, uri: str, text: str) -> None:
+        """An edit: keep a generation the edit continues, cancel any other (latest wins)."""
+        self.stats.keystrokes += 1
+        flight = self._flights.get(uri)
+        if flight is None:
+            return
+        cursor = flight.origin.offset + len(text) - flight.origin_length
+        if flight.typed(text, cursor) is not None:
+            flight.kept_by_edit = True
+        else:
+            flight.token.cancel(CancelReason.DOCUMENT_CHANGED)
+
+    def document_closed(self, uri: str) -> None:
+        flight = self._flights.pop(uri, None)
+        if flight is not None:
+            flight.token.cancel(CancelReason.DOCUMENT_CLOSED)
+        self._shown.pop(uri, None)
+
+    def reset(self) -> None:
+        """The model changed: nothing cached or running is valid any more."""
+        for flight in self._flights.values():
+            flight.token.cancel(CancelReason.SUPERSEDED)
+        self._flights.clear()
+        self._shown.clear()
+        self.cache.clear()
+
+    def shutdown(self) -> None:
+        for flight in self._flights.values():
+            flight.token.cancel(CancelReason.SHUTDOWN)
+        self._flights.clear()
+
+
+def _consume_exception(task: asyncio.Future[Suggestion]) -> None:
+    """A generation nobody waited for (precompute, superseded) may end in an exception;
+    retrieve it so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        error = task.exception()
+        if error is not None and not isinstance(error, Cancelled):
+            log.warning("background generation failed: %s", error)

@@ -1,0 +1,170 @@
+"""The keystroke path's decisions, with a scripted stand-in for the model (fast, no model).
+
+The real model is exercised end to end in tests/e2e; here the backend writes a scripted
+answer one character every few milliseconds on the real model lane, so supersede, in-flight
+reuse, type-ahead, caching and precompute can be checked exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import pytest
+
+from lsp_infer.backends import CompletionJob, Generation
+from lsp_infer.completions import Completions
+from lsp_infer.config import CompletionSettings
+from lsp_infer.engine import CompletionEngine
+from lsp_infer.scheduling import CancelReason, CancelToken, ModelLane
+
+SETTINGS = CompletionSettings(precompute=False)
+
+
+class ScriptedBackend:
+    name = "scripted"
+
+    def __init__(self, lane: ModelLane, script: Callable[[str], str], char_seconds: float = 0.005):
+        self.lane = lane
+        self.script = script
+        self.char_seconds = char_seconds
+        self.jobs: list[str] = []  # text before the cursor, per generation run
+
+    async def complete(self, job: CompletionJob, cancel: CancelToken) -> Generation:
+        return await self.lane.run(self._run, job, cancel)
+
+    def _run(self, job: CompletionJob, cancel: CancelToken) -> Generation:
+        cancel.raise_if_cancelled()
+        before = job.text[: job.offset]
+        self.jobs.append(before)
+        job.progress.started_at = time.monotonic()
+        text = ""
+        for char in self.script(before):
+            time.sleep(self.char_seconds)
+            if cancel.cancelled:
+                job.progress.stopped_at = time.monotonic()
+                cancel.raise_if_cancelled()
+            text += char
+            job.progress.text, job.progress.generated_tokens = text, len(text)
+            if job.should_stop(text):
+                return Generation(text, "stopped", generated_tokens=len(text))
+        return Generation(text, "end", generated_tokens=len(text))
+
+
+def add_script(before: str) -> str:
+    if before.endswith("return a + b"):
+        return "  # sum"
+    return "a + b" if before.endswith("return ") else ""
+
+
+DOC = "def add(a, b):\n    return \n"
+CURSOR = DOC.index("return ") + len("return ")
+
+
+def make(script=add_script, char_seconds: float = 0.005) -> tuple[Completions, ScriptedBackend]:
+    lane = ModelLane()
+    backend = ScriptedBackend(lane, script, char_seconds)
+    return Completions(CompletionEngine(backend), lane), backend
+
+
+def typed(text: str, offset: int, chars: str) -> tuple[str, int]:
+    return text[:offset] + chars + text[offset:], offset + len(chars)
+
+
+async def test_generation_then_cache_hit() -> None:
+    completions, backend = make()
+    assert await completions.suggest("u", DOC, CURSOR, SETTINGS, "m") == "a + b"
+    assert await completions.suggest("u", DOC, CURSOR, SETTINGS, "m") == "a + b"
+    assert len(backend.jobs) == 1
+    assert completions.stats.cache_hits == 1 and completions.stats.answered == 2
+
+
+async def test_type_ahead_answers_the_rest_without_the_model() -> None:
+    completions, backend = make()
+    await completions.suggest("u", DOC, CURSOR, SETTINGS, "m")
+    text, offset = typed(DOC, CURSOR, "a +")
+    completions.document_changed("u", text)
+    assert await completions.suggest("u", text, offset, SETTINGS, "m") == " b"
+    assert len(backend.jobs) == 1 and completions.stats.type_ahead_hits == 1
+
+
+async def test_an_incompatible_edit_supersedes_the_running_generation() -> None:
+    completions, _backend = make(char_seconds=0.05)
+    first = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, SETTINGS, "m"))
+    await asyncio.sleep(0.08)
+    text, _offset = typed(DOC, CURSOR, "x")  # not what the model is writing
+    completions.document_changed("u", text)
+    assert await first == ""  # answered, empty: superseded
+    assert completions.stats.superseded == 1
+    assert completions.stats.tokens_wasted >= 1
+    assert completions.stats.cancel_to_stop_ms  # the model stopped, and we measured how fast
+
+
+async def test_a_keystroke_that_matches_the_output_so_far_reuses_the_generation() -> None:
+    completions, backend = make(char_seconds=0.03)
+    first = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, SETTINGS, "m"))
+    while "u" not in completions._flights or not completions._flights["u"].progress.text.startswith(
+        "a "
+    ):
+        await asyncio.sleep(0.005)
+    text, offset = typed(DOC, CURSOR, "a")
+    completions.document_changed("u", text)  # kept: the model already wrote "a "
+    second = await completions.suggest("u", text, offset, SETTINGS, "m")
+    assert second == " + b"
+    assert await first == "a + b"  # the first request still gets one answer
+    assert len(backend.jobs) == 1 and completions.stats.in_flight_hits == 1
+
+
+async def test_a_newer_request_supersedes_an_older_one_for_the_same_document() -> None:
+    completions, _backend = make(
+        script=lambda before: "value" if before.endswith("= ") else "", char_seconds=0.05
+    )
+    doc = "x = \ny = \n"
+    first = asyncio.ensure_future(completions.suggest("u", doc, 4, SETTINGS, "m"))
+    await asyncio.sleep(0.06)
+    second = await completions.suggest("u", doc, 9, SETTINGS, "m")  # another place, same file
+    assert await first == "" and second == "value"
+    assert completions.stats.superseded == 1
+
+
+async def test_client_cancel_stops_the_model_when_nobody_else_waits() -> None:
+    completions, _backend = make(char_seconds=0.05)
+    request = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, SETTINGS, "m"))
+    await asyncio.sleep(0.08)
+    flight = completions._flights["u"]
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    assert flight.token.reason is CancelReason.CLIENT
+    assert completions.stats.cancelled == 1
+
+
+async def test_precompute_prepares_the_suggestion_after_acceptance() -> None:
+    completions, backend = make()
+    settings = CompletionSettings(precompute=True)
+    assert await completions.suggest("u", DOC, CURSOR, settings, "m") == "a + b"
+    accepted, offset = typed(DOC, CURSOR, "a + b")
+    completions.document_changed("u", accepted)  # the editor inserts the accepted text
+    assert await completions.suggest("u", accepted, offset, settings, "m") == "  # sum"
+    assert backend.jobs[-1].endswith("return a + b")
+    assert len(backend.jobs) == 2  # the precompute was the only other run
+    assert completions.stats.precompute_hits + completions.stats.cache_hits == 1
+
+
+async def test_typing_something_else_cancels_the_precompute() -> None:
+    completions, _backend = make(char_seconds=0.05)
+    settings = CompletionSettings(precompute=True)
+    await completions.suggest("u", DOC, CURSOR, settings, "m")
+    precompute = completions._flights["u"]
+    text, _ = typed(DOC, CURSOR, "b")
+    completions.document_changed("u", text)
+    assert precompute.token.reason is CancelReason.DOCUMENT_CHANGED
+
+
+async def test_closing_the_document_cancels_its_work() -> None:
+    completions, _backend = make(char_seconds=0.05)
+    request = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, SETTINGS, "m"))
+    await asyncio.sleep(0.06)
+    completions.document_closed("u")
+    assert await request == ""
