@@ -28,10 +28,31 @@ from lsp_infer.scheduling import CancelToken, ModelLane
 
 STDLIB = Path(json.__file__).parent.parent
 MODULES = [
-    "textwrap.py", "shlex.py", "difflib.py", "fractions.py", "calendar.py", "csv.py", "glob.py",
-    "pprint.py", "string.py", "json/decoder.py", "json/encoder.py", "configparser.py", "heapq.py",
-    "bisect.py", "statistics.py", "ipaddress.py", "gettext.py", "netrc.py", "colorsys.py",
-    "dataclasses.py", "functools.py", "tokenize.py", "ast.py", "base64.py", "quopri.py",
+    "textwrap.py",
+    "shlex.py",
+    "difflib.py",
+    "fractions.py",
+    "calendar.py",
+    "csv.py",
+    "glob.py",
+    "pprint.py",
+    "string.py",
+    "json/decoder.py",
+    "json/encoder.py",
+    "configparser.py",
+    "heapq.py",
+    "bisect.py",
+    "statistics.py",
+    "ipaddress.py",
+    "gettext.py",
+    "netrc.py",
+    "colorsys.py",
+    "dataclasses.py",
+    "functools.py",
+    "tokenize.py",
+    "ast.py",
+    "base64.py",
+    "quopri.py",
 ]
 
 
@@ -65,9 +86,7 @@ def cut_holes(count: int, seed: int = 0) -> list[Hole]:
                 continue
             start = sum(len(x) + 1 for x in lines[:index]) + indent
             end = start + len(stripped)
-            candidates.append(
-                Hole(module, source[:start] + source[end:], start, stripped)
-            )
+            candidates.append(Hole(module, source[:start] + source[end:], start, stripped))
     rng.shuffle(candidates)
     per_module: dict[str, int] = {}
     chosen: list[Hole] = []
@@ -91,8 +110,9 @@ def run_config(order: str, holes: list[Hole], context_tokens: int) -> dict[str, 
     lane.run_blocking(backend.load_blocking, ModelSettings(fim_order=order), None)
     assert backend.state == "ready", backend.error
     engine = CompletionEngine(backend)
-    settings = CompletionSettings(max_tokens=48, max_lines=1, context_tokens=context_tokens,
-                                  timeout_ms=20000)
+    settings = CompletionSettings(
+        max_tokens=48, max_lines=1, context_tokens=context_tokens, timeout_ms=20000
+    )
     exact, similarity, seconds = [], [], []
 
     async def go() -> None:
@@ -117,20 +137,26 @@ def run_config(order: str, holes: list[Hole], context_tokens: int) -> dict[str, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--holes", type=int, default=40)
     parser.add_argument("--configs", default="psm,spm", help="prompt orders to compare")
     parser.add_argument("--context-tokens", type=int, default=512)
     args = parser.parse_args()
     holes = cut_holes(args.holes)
-    print(f"{len(holes)} single-line holes from {len({h.module for h in holes})} stdlib modules, "
-          f"context {args.context_tokens} tokens, Python {sys.version.split()[0]}")
+    print(
+        f"{len(holes)} single-line holes from {len({h.module for h in holes})} stdlib modules, "
+        f"context {args.context_tokens} tokens, Python {sys.version.split()[0]}"
+    )
     print(f"{'config':8} {'exact match %':>14} {'edit sim %':>11} {'s/hole':>7}")
     for order in args.configs.split(","):
         result = run_config(order, holes, args.context_tokens)
-        print(f"{order:8} {result['exact_match']:14.1f} {result['edit_similarity']:11.1f} "
-              f"{result['seconds_per_hole']:7.2f}", flush=True)
+        print(
+            f"{order:8} {result['exact_match']:14.1f} {result['edit_similarity']:11.1f} "
+            f"{result['seconds_per_hole']:7.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from lsp_infer.backends import JobProgress
@@ -83,9 +83,16 @@ class Completions:
     # -- requests -------------------------------------------------------------------
 
     async def suggest(
-        self, uri: str, text: str, offset: int, settings: CompletionSettings, model_key: Hashable
+        self,
+        uri: str,
+        text: str,
+        offset: int,
+        settings: CompletionSettings,
+        model_key: Hashable,
+        is_current: Callable[[], bool] = lambda: True,
     ) -> str:
-        """The suggestion at ``offset``; "" when there is none or the request went stale."""
+        """The suggestion at ``offset``; "" when there is none or the request went stale
+        (``is_current`` says whether the document is still the version ``text`` came from)."""
         started = time.monotonic()
         self.stats.requests += 1
         self.stats.queue_depth_max = max(self.stats.queue_depth_max, self.lane.pending)
@@ -93,20 +100,26 @@ class Completions:
         context = CursorContext.at(text, offset, reach)
         key = (model_key, settings.max_tokens, settings.max_lines, settings.context_tokens)
         try:
-            answer = await self._answer(uri, text, offset, context, key, settings)
+            answer, source = await self._answer(uri, text, offset, context, key, settings)
         except _Superseded:
             self.stats.superseded += 1
             return ""
         except asyncio.CancelledError:
             self.stats.cancelled += 1
             raise
+        if not is_current():  # computed for a version that is gone
+            self.stats.superseded += 1
+            return ""
         self.stats.answered += 1
-        self.stats.latency_ms.append((time.monotonic() - started) * 1000)
+        elapsed_ms = (time.monotonic() - started) * 1000
+        self.stats.latency_ms.append(elapsed_ms)
+        if source == "type-ahead":
+            self.stats.type_ahead_ms.append(elapsed_ms)
         if answer:
             self.stats.suggested += 1
             self._shown[uri] = Shown(context, answer)
             if settings.precompute and uri not in self._flights:
-                self._precompute(uri, text, offset, context, answer, key, settings)
+                self._precompute(uri, text, offset, answer, key, settings)
         return answer
 
     async def _answer(
@@ -117,31 +130,34 @@ class Completions:
         context: CursorContext,
         key: Hashable,
         settings: CompletionSettings,
-    ) -> str:
+    ) -> tuple[str, str]:
+        """The answer and where it came from."""
         reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
         rest = type_ahead(self._shown.get(uri), text, offset, reach)
         if rest is not None:
             self.stats.type_ahead_hits += 1
-            return rest
+            return rest, "type-ahead"
         cached = self.cache.get(context, key)
         if cached is not None:
             self.stats.cache_hits += 1
-            return cached
+            return cached, "cache"
         flight = self._flights.get(uri)
         if flight is not None and flight.settings_key == key and not flight.token.cancelled:
             typed = flight.typed(text, offset)
-            if typed is not None:
+            # A precompute answers once its whole lead (the shown suggestion) was typed;
+            # before that, type-ahead answers from the suggestion itself.
+            if typed is not None and typed.startswith(flight.lead):
                 result = await self._wait_for(flight)
                 rest = rest_after_typing(flight.lead + result, typed)
                 if rest is not None:
                     if flight.precompute:
                         self.stats.precompute_hits += 1
-                    else:
-                        self.stats.in_flight_hits += 1
-                    return rest
+                        return rest, "precompute"
+                    self.stats.in_flight_hits += 1
+                    return rest, "in-flight"
                 # The generation went elsewhere than the user typed: start afresh.
         flight = self._start(uri, text, offset, context, "", key, settings, precompute=False)
-        return await self._wait_for(flight)
+        return await self._wait_for(flight), "model"
 
     async def _wait_for(self, flight: Flight) -> str:
         assert flight.task is not None
@@ -198,15 +214,18 @@ class Completions:
         uri: str,
         text: str,
         offset: int,
-        context: CursorContext,
         shown: str,
         key: Hashable,
         settings: CompletionSettings,
     ) -> None:
         """Generate, in the background, what would follow if the user accepted ``shown``."""
+        reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
         accepted = text[:offset] + shown + text[offset:]
+        if self.cache.get(CursorContext.at(accepted, offset + len(shown), reach), key) is not None:
+            return  # already known
+        origin = CursorContext.at(text, offset, reach)
         self._start(
-            uri, text, offset, context, shown, key, settings,
+            uri, text, offset, origin, shown, key, settings,
             precompute=True, job_text=accepted, job_offset=offset + len(shown),
         )  # fmt: skip
 

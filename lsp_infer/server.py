@@ -222,17 +222,23 @@ class LspInferServer(LanguageServer):
         where = position(*position_at(snapshot.text, offset, self.encoding, starts=snapshot.starts))
         if not self.settings.completion.enabled:
             return "", where
+
+        def is_current() -> bool:
+            current = self.documents.find(uri)
+            return current is not None and current.version == snapshot.version
+
         try:
             text = await self.completions.suggest(
-                uri, snapshot.text, offset, self.settings.completion, self.backend.model_key()
+                uri,
+                snapshot.text,
+                offset,
+                self.settings.completion,
+                self.backend.model_key(),
+                is_current,
             )
         except BackendUnavailable as exc:
             self.report_model_error(str(exc))
             return "", where
-        current = self.documents.find(uri)
-        if current is None or current.version != snapshot.version:
-            self.completions.stats.superseded += 1
-            return "", where  # computed for a version that is gone
         return text, where
 
     # -- plumbing -------------------------------------------------------------------

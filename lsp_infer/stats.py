@@ -50,6 +50,7 @@ class Stats:
     tokens_precomputed: int = 0  # generated speculatively by idle precompute
     queue_depth_max: int = 0
     latency_ms: deque[float] = field(default_factory=lambda: deque(maxlen=2000))
+    type_ahead_ms: deque[float] = field(default_factory=lambda: deque(maxlen=2000))
     cancel_to_stop_ms: deque[float] = field(default_factory=lambda: deque(maxlen=2000))
 
     def as_json(self, queue_depth: int) -> dict[str, Any]:

@@ -4,6 +4,8 @@
  * Pure: the file system, environment and platform come in as a `Host`, so every case
  * (PATH lookup, Windows extensions, missing files) is unit-tested on any machine.
  */
+import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 
 export const DEFAULT_COMMAND: readonly string[] = ['lsp-infer', 'serve'];
@@ -232,5 +234,29 @@ export function resolveServerCommand(command: unknown, pythonPath: unknown, host
       'or set lspInfer.server.command to its full path (e.g. ["/path/to/venv/bin/lsp-infer", "serve"]) ' +
       'or lspInfer.server.pythonPath to the python of the environment where it is installed.',
     setting: 'lspInfer.server.command',
+  };
+}
+
+/** The real machine, for the extension (tests pass their own `Host`). */
+export function nodeHost(workspaceFolder: string | undefined): Host {
+  return {
+    platform: process.platform,
+    env: process.env,
+    homedir: os.homedir(),
+    workspaceFolder,
+    isExecutableFile(file: string): boolean {
+      try {
+        if (!fs.statSync(file).isFile()) {
+          return false;
+        }
+        if (process.platform !== 'win32') {
+          fs.accessSync(file, fs.constants.X_OK);
+        }
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    exists: (file: string) => fs.existsSync(file),
   };
 }

@@ -14,8 +14,6 @@ export interface StatusState {
   readonly serverMessage?: string;
   readonly model: ModelPhase;
   readonly modelMessage?: string;
-  /** Model load progress in percent, from `$/progress`, when known. */
-  readonly loadPercent?: number;
   readonly enabled: boolean;
   readonly inFlight: number;
   readonly lastLatencyMs?: number;
@@ -27,7 +25,6 @@ export type StatusEvent =
   | { readonly type: 'serverRestarting'; readonly message: string }
   | { readonly type: 'serverError'; readonly message: string }
   | { readonly type: 'modelStatus'; readonly state: unknown; readonly message?: unknown }
-  | { readonly type: 'loadProgress'; readonly percent: number }
   | { readonly type: 'requestStarted' }
   | { readonly type: 'requestFinished'; readonly latencyMs?: number }
   | { readonly type: 'enabled'; readonly enabled: boolean };
@@ -55,10 +52,8 @@ export function reduce(state: StatusState, event: StatusEvent): StatusState {
       }
       const model = event.state as ModelPhase;
       const modelMessage = typeof event.message === 'string' && event.message !== '' ? event.message : undefined;
-      return { ...state, model, modelMessage, loadPercent: model === 'loading' ? state.loadPercent : undefined };
+      return { ...state, model, modelMessage };
     }
-    case 'loadProgress':
-      return { ...state, loadPercent: Math.max(0, Math.min(100, Math.round(event.percent))) };
     case 'requestStarted':
       return { ...state, inFlight: state.inFlight + 1 };
     case 'requestFinished':
@@ -134,7 +129,7 @@ export function render(state: StatusState): StatusView {
       headline = state.server === 'restarting' ? `Restarting the server: ${state.serverMessage ?? ''}`.trim() : 'Starting the server…';
       break;
     case 'loading':
-      text += state.loadPercent === undefined ? ': loading model' : `: loading model ${state.loadPercent}%`;
+      text += ': loading model';
       headline = `Loading the model${state.modelMessage ? ` (${state.modelMessage})` : ''}…`;
       break;
     case 'busy':
@@ -156,4 +151,19 @@ export function render(state: StatusState): StatusView {
   lines.push('Click for the lsp-infer menu');
   const background = kind === 'error' ? 'error' : state.server === 'restarting' ? 'warning' : undefined;
   return { kind, text, tooltip: lines.join('\n'), background };
+}
+
+/**
+ * How many suggestions an inline completion result holds (`InlineCompletionItem[]`, an
+ * `InlineCompletionList`, or nothing). Latency is shown only for answers with a suggestion:
+ * the empty answers of a server still loading its model take no time and mean nothing.
+ */
+export function suggestionCount(result: unknown): number {
+  if (Array.isArray(result)) {
+    return result.length;
+  }
+  if (typeof result === 'object' && result !== null && Array.isArray((result as { items?: unknown }).items)) {
+    return (result as { items: unknown[] }).items.length;
+  }
+  return 0;
 }

@@ -1,0 +1,572 @@
+/**
+ * The VS Code side of lsp-infer: starts `lsp-infer serve` over stdio through
+ * vscode-languageclient and wires settings, status bar, output and commands to it.
+ *
+ * The decisions live in pure modules (settings, serverCommand, status, stats, commands,
+ * restartPolicy, serverLog, logging); this file only connects them to VS Code.
+ */
+import * as path from 'path';
+import * as readline from 'readline';
+import * as vscode from 'vscode';
+import {
+  CloseAction,
+  type CloseHandlerResult,
+  DidChangeConfigurationNotification,
+  ErrorAction,
+  type ErrorHandlerResult,
+  ExecuteCommandRequest,
+  LanguageClient,
+  type LanguageClientOptions,
+  ResponseError,
+  type ServerOptions,
+  State,
+} from 'vscode-languageclient/node';
+import {
+  COMMANDS,
+  type ConfigTarget,
+  type ExecuteCommandParams,
+  menuItems,
+  openFileUris,
+  refactorFileParams,
+  refactorFilesParams,
+  SERVER_COMMANDS,
+  toggleTarget,
+  validateInstruction,
+} from './commands';
+import { redactingChannel } from './logging';
+import { RestartPolicy } from './restartPolicy';
+import { formatCommand, nodeHost, resolveServerCommand } from './serverCommand';
+import { failureHint, type LogLevel, parseServerLogLine } from './serverLog';
+import {
+  buildServerSettings,
+  changeImpact,
+  configurationSectionValue,
+  redactSettings,
+  SECTION,
+  type ServerSettings,
+} from './settings';
+import { flattenStats, formatStats, STATS_METHOD, statsErrorMessage } from './stats';
+import { initialState, reduce, render, type StatusEvent, type StatusState, suggestionCount } from './status';
+
+const CLIENT_ID = 'lspInfer'; // also the prefix of the `lspInfer.trace.server` setting
+const CLIENT_NAME = 'lsp-infer';
+const STATUS_NOTIFICATION = 'lspInfer/status';
+const API_KEY_SECRET = 'lspInfer.team.apiKey';
+const LAST_INSTRUCTION = 'lspInfer.lastInstruction';
+const OPEN_SETTINGS = 'Open Settings';
+const SHOW_OUTPUT = 'Show Output';
+const RESTART = 'Restart';
+
+const TARGETS: Record<ConfigTarget, vscode.ConfigurationTarget> = {
+  global: vscode.ConfigurationTarget.Global,
+  workspace: vscode.ConfigurationTarget.Workspace,
+  workspaceFolder: vscode.ConfigurationTarget.WorkspaceFolder,
+};
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export class Extension implements vscode.Disposable {
+  readonly output: vscode.LogOutputChannel;
+  private readonly rawOutput: vscode.LogOutputChannel;
+  private readonly statusItem: vscode.StatusBarItem;
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly restartPolicy = new RestartPolicy();
+  private client: LanguageClient | undefined;
+  private state: StatusState;
+  private apiKey: string | undefined;
+  /** A known cause of failure seen in the server's stderr, for the crash message. */
+  private hint: string | undefined;
+  /** Starts and stops run one after another. */
+  private queue: Promise<void> = Promise.resolve();
+  private disposed = false;
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.rawOutput = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });
+    this.output = redactingChannel(this.rawOutput, () => [this.apiKey]);
+    this.statusItem = vscode.window.createStatusBarItem('lspInfer.status', vscode.StatusBarAlignment.Right, 100);
+    this.statusItem.name = 'lsp-infer';
+    this.statusItem.command = COMMANDS.showMenu;
+    this.state = initialState(this.completionsEnabled());
+    this.disposables.push(this.rawOutput, this.statusItem);
+    this.renderStatus();
+    this.statusItem.show();
+  }
+
+  async activate(): Promise<void> {
+    const register = (id: string, run: (...args: any[]) => unknown) =>
+      this.disposables.push(vscode.commands.registerCommand(id, run));
+    register(COMMANDS.refactorFile, (uri?: vscode.Uri) => this.refactorFile(uri));
+    register(COMMANDS.refactorOpenFiles, () => this.refactorOpenFiles());
+    register(COMMANDS.toggleCompletions, () => this.toggleCompletions());
+    register(COMMANDS.showStats, () => this.showStats());
+    register(COMMANDS.restartServer, () => this.restart(true));
+    register(COMMANDS.setTeamApiKey, () => this.setTeamApiKey());
+    register(COMMANDS.showOutput, () => this.output.show(true));
+    register(COMMANDS.showMenu, () => this.showMenu());
+    this.disposables.push(
+      vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
+      this.context.secrets.onDidChange(async (event) => {
+        if (event.key === API_KEY_SECRET) {
+          await this.loadApiKey();
+          this.notifyServer();
+        }
+      }),
+    );
+    await this.loadApiKey();
+    // Not awaited: activation does not wait for the server's initialize answer.
+    void this.restart(false);
+  }
+
+  /** Resolves when the starts and stops asked for so far are done (for tests). */
+  settled(): Promise<void> {
+    return this.queue;
+  }
+
+  // -- settings ---------------------------------------------------------------------------
+
+  private completionsEnabled(): boolean {
+    return vscode.workspace.getConfiguration(SECTION).get<boolean>('completion.enabled', true) !== false;
+  }
+
+  private async loadApiKey(): Promise<void> {
+    try {
+      this.apiKey = (await this.context.secrets.get(API_KEY_SECRET)) || undefined;
+    } catch (error) {
+      this.output.warn(`Could not read the team API key from the secret storage: ${errorMessage(error)}`);
+      this.apiKey = undefined;
+    }
+  }
+
+  /** The server's settings object for a scope: VS Code settings plus the API key. */
+  serverSettings(scope?: vscode.Uri): ServerSettings {
+    const config = vscode.workspace.getConfiguration(SECTION, scope);
+    return buildServerSettings((key) => {
+      const inspected = config.inspect(key);
+      const isSet =
+        inspected !== undefined &&
+        (inspected.globalValue !== undefined || inspected.workspaceValue !== undefined || inspected.workspaceFolderValue !== undefined);
+      return { value: config.get(key), isSet };
+    }, this.apiKey);
+  }
+
+  private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {
+    const impact = changeImpact((section) => event.affectsConfiguration(section));
+    if (impact.enabled) {
+      this.dispatch({ type: 'enabled', enabled: this.completionsEnabled() });
+    }
+    if (impact.restart) {
+      this.output.info('lspInfer.server.* changed: restarting the server');
+      void this.restart(true);
+    } else if (impact.notify) {
+      this.notifyServer();
+    }
+  }
+
+  /** `workspace/didChangeConfiguration` with null settings: the server pulls its section. */
+  private notifyServer(): void {
+    const client = this.client;
+    if (client === undefined || !client.isRunning()) {
+      return;
+    }
+    this.output.debug(`Settings changed: ${JSON.stringify(redactSettings(this.serverSettings()))}`);
+    client.sendNotification(DidChangeConfigurationNotification.type, { settings: null }).catch((error: unknown) => {
+      this.output.warn(`Could not send the new settings to the server: ${errorMessage(error)}`);
+    });
+  }
+
+  // -- status -----------------------------------------------------------------------------
+
+  private dispatch(event: StatusEvent): void {
+    this.state = reduce(this.state, event);
+    this.renderStatus();
+  }
+
+  private renderStatus(): void {
+    const view = render(this.state);
+    this.statusItem.text = view.text;
+    this.statusItem.tooltip = view.tooltip;
+    this.statusItem.backgroundColor =
+      view.background === undefined ? undefined : new vscode.ThemeColor(`statusBarItem.${view.background}Background`);
+  }
+
+  // -- the server -------------------------------------------------------------------------
+
+  /** Stop the server (if running) and start it again. `byUser`: a fresh crash count. */
+  restart(byUser: boolean): Promise<void> {
+    if (byUser) {
+      this.restartPolicy.reset();
+    }
+    this.queue = this.queue.then(async () => {
+      await this.stopClient();
+      if (!this.disposed) {
+        await this.startClient();
+      }
+    });
+    return this.queue;
+  }
+
+  private async startClient(): Promise<void> {
+    this.hint = undefined;
+    this.dispatch({ type: 'serverStarting' });
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const workspaceFolder = folder?.scheme === 'file' ? folder.fsPath : undefined;
+    const config = vscode.workspace.getConfiguration(SECTION);
+    const resolved = resolveServerCommand(config.get('server.command'), config.get('server.pythonPath'), nodeHost(workspaceFolder));
+    if (!resolved.ok) {
+      this.output.error(`${resolved.problem} ${resolved.fix}`);
+      this.dispatch({ type: 'serverError', message: resolved.problem });
+      void this.offer(vscode.window.showErrorMessage(`lsp-infer: ${resolved.problem} ${resolved.fix}`, OPEN_SETTINGS, SHOW_OUTPUT), resolved.setting);
+      return;
+    }
+    this.output.info(`Starting the server: ${formatCommand(resolved.command, resolved.args)} (from ${resolved.source})`);
+    const serverOptions: ServerOptions = {
+      command: resolved.command,
+      args: [...resolved.args],
+      // No `transport`: plain stdio. (TransportKind.stdio would append `--stdio`.)
+      options: { cwd: workspaceFolder, env: process.env },
+    };
+    const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, this.clientOptions());
+    // Inline completion (textDocument/inlineCompletion): a proposed feature in
+    // vscode-languageclient 9, enabled only by this call; built in from 10 on, where this
+    // registers nothing. Kept so the extension works with either.
+    client.registerProposedFeatures();
+    client.onNotification(STATUS_NOTIFICATION, (params: { state?: unknown; message?: unknown } | undefined) => {
+      if (client === this.client) {
+        this.output.info(`Model ${String(params?.state)}: ${String(params?.message ?? '')}`);
+        this.dispatch({ type: 'modelStatus', state: params?.state, message: params?.message });
+      }
+    });
+    client.onDidChangeState((event) => {
+      if (client !== this.client) {
+        return;
+      }
+      if (event.newState === State.Running) {
+        this.dispatch({ type: 'serverRunning' });
+      } else if (event.newState === State.Starting) {
+        this.dispatch({ type: 'serverStarting' });
+      }
+    });
+    this.client = client;
+    try {
+      await client.start();
+      this.output.info(`Settings sent to the server: ${JSON.stringify(redactSettings(this.serverSettings()))}`);
+    } catch (error) {
+      if (client !== this.client || client.state === State.Running || client.state === State.Starting) {
+        // Stopped meanwhile, or restarting after a crash during start: the close handler speaks.
+        this.output.warn(`Server start interrupted: ${errorMessage(error)}`);
+        return;
+      }
+      const message = `the server did not start: ${errorMessage(error)}`;
+      this.output.error(message);
+      if (this.state.server !== 'error') {
+        this.dispatch({ type: 'serverError', message });
+        void this.offerRestart(vscode.window.showErrorMessage(`lsp-infer: ${message}${this.hint ? ` ${this.hint}` : ''}`, RESTART, SHOW_OUTPUT, OPEN_SETTINGS));
+      }
+    }
+  }
+
+  private clientOptions(): LanguageClientOptions {
+    return {
+      documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
+      outputChannel: this.output,
+      traceOutputChannel: this.output,
+      // A function: evaluated at every (re)start, so a restart sends the current settings.
+      initializationOptions: () => this.serverSettings(),
+      errorHandler: {
+        error: (_error, _message, count): ErrorHandlerResult =>
+          count !== undefined && count <= 3 ? { action: ErrorAction.Continue } : { action: ErrorAction.Shutdown },
+        closed: () => this.onServerClosed(),
+      },
+      stdioOptions: {
+        // Used only with pipe/socket transports; over stdio, stdout is the protocol.
+        stdout: (input, channel) => {
+          readline.createInterface({ input, crlfDelay: Infinity, terminal: false }).on('line', (line) => channel.info(`[server] ${line}`));
+        },
+        // The server logs to stderr: each line at its own level, not all as errors.
+        stderr: (input, channel) => {
+          let level: LogLevel = 'info';
+          readline.createInterface({ input, crlfDelay: Infinity, terminal: false }).on('line', (line) => {
+            const parsed = parseServerLogLine(line, level);
+            level = parsed.level;
+            if (parsed.text !== '') {
+              channel[parsed.level](`[server] ${parsed.text}`);
+            }
+            this.hint = failureHint(line) ?? this.hint;
+          });
+        },
+      },
+      middleware: {
+        workspace: {
+          configuration: async (params, token, next) => {
+            const ours = params.items.map((item) =>
+              configurationSectionValue(this.serverSettings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined), item.section),
+            );
+            if (ours.every((value) => value !== undefined)) {
+              return ours;
+            }
+            const theirs = await next(params, token);
+            if (theirs instanceof ResponseError || !Array.isArray(theirs)) {
+              return theirs;
+            }
+            return ours.map((value, i) => (value === undefined ? theirs[i] : value));
+          },
+        },
+        provideInlineCompletionItems: async (document, position, context, token, next) => {
+          if (!this.state.enabled) {
+            return undefined;
+          }
+          this.dispatch({ type: 'requestStarted' });
+          const started = Date.now();
+          let result: Awaited<ReturnType<typeof next>>;
+          try {
+            result = await next(document, position, context, token);
+          } catch (error) {
+            this.dispatch({ type: 'requestFinished' });
+            throw error;
+          }
+          const answered = !token.isCancellationRequested && suggestionCount(result) > 0;
+          this.dispatch({ type: 'requestFinished', latencyMs: answered ? Date.now() - started : undefined });
+          return result;
+        },
+        // The server also offers a textDocument/completion fallback for editors without inline
+        // completion. VS Code has it, and asking both on every keystroke would make the two
+        // requests supersede each other on the server's single model lane: never ask.
+        provideCompletionItem: () => undefined,
+      },
+    };
+  }
+
+  private onServerClosed(): CloseHandlerResult {
+    const decision = this.restartPolicy.onCrash();
+    const hint = this.hint ? ` ${this.hint}` : '';
+    if (decision.restart) {
+      const message = `the server stopped unexpectedly; restarting it (${decision.crashes} of ${this.restartPolicy.maxRestarts})`;
+      this.output.warn(message + hint);
+      this.dispatch({ type: 'serverRestarting', message });
+      if (decision.crashes === 1) {
+        void this.offerRestart(vscode.window.showWarningMessage(`lsp-infer: ${message}.${hint}`, SHOW_OUTPUT));
+      }
+      return { action: CloseAction.Restart, handled: true };
+    }
+    const message = `the server stopped ${decision.crashes} times in the last 3 minutes and was not restarted`;
+    this.output.error(message + hint);
+    this.dispatch({ type: 'serverError', message });
+    void this.offerRestart(vscode.window.showErrorMessage(`lsp-infer: ${message}.${hint}`, RESTART, SHOW_OUTPUT));
+    return { action: CloseAction.DoNotRestart, handled: true };
+  }
+
+  private async stopClient(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client === undefined) {
+      return;
+    }
+    try {
+      await client.dispose(3000);
+    } catch (error) {
+      this.output.warn(`Stopping the server: ${errorMessage(error)}`);
+    }
+  }
+
+  /** The server's commands are registered as VS Code commands by the client when advertised. */
+  private async serverOffers(command: string): Promise<boolean> {
+    const advertised = this.client?.initializeResult?.capabilities.executeCommandProvider?.commands;
+    if (advertised?.includes(command)) {
+      return true;
+    }
+    return (await vscode.commands.getCommands(true)).includes(command);
+  }
+
+  private runningClient(): LanguageClient | undefined {
+    if (this.client?.isRunning()) {
+      return this.client;
+    }
+    void this.offerRestart(vscode.window.showWarningMessage('lsp-infer: the server is not running.', RESTART, SHOW_OUTPUT));
+    return undefined;
+  }
+
+  // -- commands ---------------------------------------------------------------------------
+
+  private async askInstruction(title: string): Promise<string | undefined> {
+    const instruction = await vscode.window.showInputBox({
+      title,
+      prompt: 'What should change? The team server rewrites the code and the edits are applied to the files.',
+      placeHolder: 'e.g. add type hints to every function',
+      value: this.context.workspaceState.get<string>(LAST_INSTRUCTION),
+      validateInput: validateInstruction,
+      ignoreFocusOut: true,
+    });
+    if (instruction === undefined || instruction.trim() === '') {
+      return undefined;
+    }
+    await this.context.workspaceState.update(LAST_INSTRUCTION, instruction.trim());
+    return instruction;
+  }
+
+  private async executeServerCommand(params: ExecuteCommandParams, what: string): Promise<void> {
+    const client = this.runningClient();
+    if (client === undefined) {
+      return;
+    }
+    if (!(await this.serverOffers(params.command))) {
+      void vscode.window.showInformationMessage(
+        `lsp-infer: this server does not offer ${params.command}. Refactors need the team tier: ` +
+          'a server version with it, lspInfer.team.url and the API key ("lsp-infer: Set Team API Key").',
+      );
+      return;
+    }
+    this.output.info(`${params.command}: ${what}`);
+    try {
+      const result: unknown = await client.sendRequest(ExecuteCommandRequest.type, params);
+      const detail = typeof result === 'string' ? `: ${result}` : '';
+      void vscode.window.showInformationMessage(`lsp-infer: refactor of ${what} finished${detail}.`);
+    } catch (error) {
+      if (error instanceof ResponseError && error.code === -32800) {
+        this.output.info(`${params.command}: cancelled`);
+        return;
+      }
+      this.output.error(`${params.command} failed: ${errorMessage(error)}`);
+      void this.offer(vscode.window.showErrorMessage(`lsp-infer: refactor of ${what} failed: ${errorMessage(error)}`, SHOW_OUTPUT));
+    }
+  }
+
+  async refactorFile(uri?: vscode.Uri): Promise<void> {
+    const target = uri instanceof vscode.Uri ? uri : vscode.window.activeTextEditor?.document.uri;
+    if (target === undefined) {
+      void vscode.window.showWarningMessage('lsp-infer: open the file to refactor first.');
+      return;
+    }
+    const name = path.basename(target.path);
+    const instruction = await this.askInstruction(`lsp-infer: Refactor ${name}`);
+    if (instruction !== undefined) {
+      await this.executeServerCommand(refactorFileParams(target.toString(), instruction), name);
+    }
+  }
+
+  async refactorOpenFiles(): Promise<void> {
+    const uris = openFileUris(vscode.workspace.textDocuments);
+    if (uris.length === 0) {
+      void vscode.window.showWarningMessage('lsp-infer: no open files to refactor.');
+      return;
+    }
+    const what = `${uris.length} open file${uris.length === 1 ? '' : 's'}`;
+    const instruction = await this.askInstruction(`lsp-infer: Refactor ${what}`);
+    if (instruction !== undefined) {
+      await this.executeServerCommand(refactorFilesParams(uris, instruction), what);
+    }
+  }
+
+  async toggleCompletions(): Promise<void> {
+    const config = vscode.workspace.getConfiguration(SECTION);
+    const enabled = config.get<boolean>('completion.enabled', true) !== false;
+    await config.update('completion.enabled', !enabled, TARGETS[toggleTarget(config.inspect('completion.enabled'))]);
+    void vscode.window.setStatusBarMessage(`lsp-infer: completions ${enabled ? 'off' : 'on'}`, 3000);
+  }
+
+  async showStats(): Promise<void> {
+    const client = this.runningClient();
+    if (client === undefined) {
+      return;
+    }
+    let stats: unknown;
+    try {
+      stats = await client.sendRequest(STATS_METHOD, {});
+    } catch (error) {
+      const message = statsErrorMessage(error);
+      this.output.warn(message);
+      void vscode.window.showWarningMessage(message);
+      return;
+    }
+    this.output.info(formatStats(stats).join('\n'));
+    const picked = await vscode.window.showQuickPick(
+      [
+        ...flattenStats(stats).map((row) => ({ label: row.key, description: row.value })),
+        { label: '$(output) Show in output', description: '', alwaysShow: true },
+      ],
+      { title: 'lsp-infer stats', placeHolder: 'Counters since the server started' },
+    );
+    if (picked?.label === '$(output) Show in output') {
+      this.output.show(true);
+    }
+  }
+
+  async setTeamApiKey(): Promise<void> {
+    const key = await vscode.window.showInputBox({
+      title: 'lsp-infer: Team API Key',
+      prompt: "API key for the team server (lspInfer.team.url). Kept in VS Code's secret storage; empty removes it.",
+      password: true,
+      ignoreFocusOut: true,
+    });
+    if (key === undefined) {
+      return;
+    }
+    if (key.trim() === '') {
+      await this.context.secrets.delete(API_KEY_SECRET);
+      this.output.info('Team API key removed');
+    } else {
+      await this.context.secrets.store(API_KEY_SECRET, key.trim());
+      this.output.info('Team API key stored');
+    }
+    // secrets.onDidChange reloads it and tells the server; do it here too in case that fires late.
+    await this.loadApiKey();
+    this.notifyServer();
+  }
+
+  async showMenu(): Promise<void> {
+    const items = menuItems({
+      enabled: this.state.enabled,
+      serverRunning: this.client?.isRunning() ?? false,
+      hasActiveFile: vscode.window.activeTextEditor !== undefined,
+      canRefactor: await this.serverOffers(SERVER_COMMANDS.refactorFile),
+    });
+    const picked = await vscode.window.showQuickPick(items, { title: render(this.state).tooltip.split('\n')[0] });
+    if (picked !== undefined) {
+      await vscode.commands.executeCommand(picked.command);
+    }
+  }
+
+  // -- messages ---------------------------------------------------------------------------
+
+  private async offer(choice: Thenable<string | undefined>, setting = 'lspInfer.server'): Promise<void> {
+    const picked = await choice;
+    if (picked === OPEN_SETTINGS) {
+      await vscode.commands.executeCommand('workbench.action.openSettings', setting);
+    } else if (picked === SHOW_OUTPUT) {
+      this.output.show(true);
+    }
+  }
+
+  private async offerRestart(choice: Thenable<string | undefined>): Promise<void> {
+    const picked = await choice;
+    if (picked === RESTART) {
+      await this.restart(true);
+    } else if (picked !== undefined) {
+      await this.offer(Promise.resolve(picked));
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    await this.queue.catch(() => undefined);
+    await this.stopClient();
+    for (const disposable of this.disposables.splice(0)) {
+      disposable.dispose();
+    }
+  }
+}
+
+let extension: Extension | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<Extension> {
+  extension = new Extension(context);
+  await extension.activate();
+  return extension;
+}
+
+export async function deactivate(): Promise<void> {
+  const current = extension;
+  extension = undefined;
+  await current?.dispose();
+}
