@@ -220,7 +220,7 @@ async def run_server(
             cursor = position_of(text, offset)
             if mode == "vscode":
                 if pending is not None and not pending.done() and pending_id is not None:
-                    client.protocol.notify("$/cancelRequest", {"id": pending_id})
+                    client.protocol.notify("$/cancelRequest", types.CancelParams(id=pending_id))
                 pending_id, pending = request(version, cursor)
             else:
                 if debounce is not None:

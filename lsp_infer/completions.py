@@ -277,11 +277,9 @@ class Completions:
             flight.token.cancel(CancelReason.DOCUMENT_CLOSED)
         self._shown.pop(uri, None)
 
-    def reset(self) -> None:
-        """The model changed: nothing cached or running is valid any more."""
-        for flight in self._flights.values():
-            flight.token.cancel(CancelReason.SUPERSEDED)
-        self._flights.clear()
+    def forget_suggestions(self) -> None:
+        """The model changed: suggestions shown or cached came from the old one. (Running
+        generations are on the lane behind the reload and will use the new model.)"""
         self._shown.clear()
         self.cache.clear()
 

@@ -7,6 +7,7 @@ stop here and in protocol.py.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import uuid
@@ -195,7 +196,7 @@ class LspInferServer(LanguageServer):
             self.notify_status("failed", self.backend.error or "the model failed to load")
             self.report_model_error(self.backend.error or "the model failed to load")
         elif self.backend.loaded is not None:
-            self.completions.reset()
+            self.completions.forget_suggestions()
             self.notify_status(
                 "ready", f"{self.backend.loaded.name} ({self.backend.loaded.template.name})"
             )
@@ -233,7 +234,7 @@ class LspInferServer(LanguageServer):
                 snapshot.text,
                 offset,
                 self.settings.completion,
-                self.backend.model_key(),
+                dataclasses.astuple(self.settings.model),  # same settings, same model
                 is_current,
             )
         except BackendUnavailable as exc:

@@ -14,7 +14,6 @@ import codecs
 import logging
 import os
 import time
-from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -215,13 +214,6 @@ class LlamaCppBackend:
 
     def close(self) -> None:
         self.lane.run_blocking(self._close)
-
-    def model_key(self) -> Hashable:
-        """Identifies what shapes a suggestion besides the text: model, template, order."""
-        loaded = self.loaded
-        if loaded is None:
-            return None
-        return (str(loaded.resolved.path), loaded.template.name, loaded.order, loaded.n_ctx)
 
     # -- tokens ---------------------------------------------------------------------
 

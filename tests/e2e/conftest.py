@@ -114,3 +114,12 @@ async def raw_request(client: LanguageClient, method: str, params: Any) -> Any:
     client.protocol._request_futures[msg_id] = future
     client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
     return await future
+
+
+def plain(value: Any) -> Any:
+    """pygls' client turns untyped JSON objects into namedtuples; turn them back into dicts."""
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    return value

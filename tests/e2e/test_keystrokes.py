@@ -14,7 +14,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import LanguageClient
 
-from .conftest import end_of, initialize, inline_at, open_document
+from .conftest import end_of, initialize, inline_at, open_document, plain
 
 ADD = "def add(a, b):\n    return "
 STATS = "lspInfer/stats"
@@ -57,7 +57,8 @@ def type_text(
 
 
 async def stats(client: LanguageClient) -> dict[str, Any]:
-    return await client.protocol.send_request_async(STATS, {})
+    _, future = start_raw_request(client, STATS, {})
+    return plain(await future)
 
 
 async def test_cancel_during_prompt_evaluation_stops_the_model(client: LanguageClient):
@@ -78,7 +79,7 @@ async def test_cancel_during_prompt_evaluation_stops_the_model(client: LanguageC
     )
     await asyncio.sleep(1.5)  # well inside prompt evaluation (~2500 tokens at ~90/s)
     cancelled_at = time.monotonic()
-    client.protocol.notify("$/cancelRequest", {"id": msg_id})
+    client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
     with pytest.raises(JsonRpcRequestCancelled):
         await asyncio.wait_for(future, timeout=10)
     assert time.monotonic() - cancelled_at < 5
@@ -101,13 +102,13 @@ async def test_a_keystroke_supersedes_the_request_in_flight(client: LanguageClie
     """Neovim-style: no cancel; the older request is answered (empty), the newer one served."""
     await initialize(client, options={"completion": {"precompute": False}})
     uri = "file:///tmp/lsp-infer-e2e/supersede.py"
-    text = "def add(a, b):\n    return \n\ndef sub(a, b):\n    return "
+    text = "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return "
     open_document(client, uri, text)
-    _, first = start_raw_request(client, "textDocument/inlineCompletion", inline_params(uri, 1, 11))
+    _, first = start_raw_request(client, "textDocument/inlineCompletion", inline_params(uri, 4, 11))
     await asyncio.sleep(0.3)
-    type_text(client, uri, 2, 4, 11, "(")  # an edit elsewhere: the first answer is stale
-    second = await inline_at(client, uri, 4, 12)
-    first_result = await asyncio.wait_for(first, timeout=60)
+    type_text(client, uri, 2, 0, 0, "import math\n")  # an edit above: the first answer is stale
+    second = await inline_at(client, uri, 5, 11)
+    first_result = plain(await asyncio.wait_for(first, timeout=60))
     assert first_result["items"] == []  # one answer each: empty for the stale request
     assert second.items, "the newer request gets a suggestion"
     numbers = await stats(client)

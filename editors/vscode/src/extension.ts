@@ -5,6 +5,8 @@
  * The decisions live in pure modules (settings, serverCommand, status, stats, commands,
  * restartPolicy, serverLog, logging); this file only connects them to VS Code.
  */
+import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import * as readline from 'readline';
 import * as vscode from 'vscode';
@@ -18,6 +20,7 @@ import {
   LanguageClient,
   type LanguageClientOptions,
   ResponseError,
+  RevealOutputChannelOn,
   type ServerOptions,
   State,
 } from 'vscode-languageclient/node';
@@ -67,13 +70,38 @@ function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/**
+ * The client, minus its own pop-ups: vscode-languageclient "forces" a generic error
+ * notification ("couldn't create connection to server", "Restarting server failed", …) that
+ * the extension replaces with its own messages, which say what to do and offer Restart.
+ * Everything is still logged to the output channel.
+ */
+class Client extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
+    super.error(message, data, showNotification === 'force' ? false : showNotification);
+  }
+}
+
+export interface ExtensionOptions {
+  /** Runs `run` after `ms` milliseconds; returns a cancel function. Default: setTimeout (tests: by hand). */
+  readonly schedule?: (run: () => void, ms: number) => () => void;
+}
+
+/** Wait after a failure before reporting it, so that the server's last stderr lines are read. */
+const SETTLE_MS = 200;
+
 export class Extension implements vscode.Disposable {
   readonly output: vscode.LogOutputChannel;
   private readonly rawOutput: vscode.LogOutputChannel;
   private readonly statusItem: vscode.StatusBarItem;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly restartPolicy = new RestartPolicy();
-  private client: LanguageClient | undefined;
+  private client: Client | undefined;
+  /** Counts starts; a client's callbacks act only while theirs is the current one. */
+  private generation = 0;
+  /** The start whose failure was already handled (a failed start can also close the connection). */
+  private failedGeneration = -1;
+  private cancelRestart: (() => void) | undefined;
   private state: StatusState;
   private apiKey: string | undefined;
   /** A known cause of failure seen in the server's stderr, for the crash message. */
@@ -82,7 +110,10 @@ export class Extension implements vscode.Disposable {
   private queue: Promise<void> = Promise.resolve();
   private disposed = false;
 
-  constructor(private readonly context: vscode.ExtensionContext) {
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly options: ExtensionOptions = {},
+  ) {
     this.rawOutput = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });
     this.output = redactingChannel(this.rawOutput, () => [this.apiKey]);
     this.statusItem = vscode.window.createStatusBarItem('lspInfer.status', vscode.StatusBarAlignment.Right, 100);
@@ -198,6 +229,8 @@ export class Extension implements vscode.Disposable {
     if (byUser) {
       this.restartPolicy.reset();
     }
+    this.cancelRestart?.();
+    this.cancelRestart = undefined;
     this.queue = this.queue.then(async () => {
       await this.stopClient();
       if (!this.disposed) {
@@ -208,6 +241,7 @@ export class Extension implements vscode.Disposable {
   }
 
   private async startClient(): Promise<void> {
+    const generation = ++this.generation;
     this.hint = undefined;
     this.dispatch({ type: 'serverStarting' });
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
@@ -225,21 +259,22 @@ export class Extension implements vscode.Disposable {
       command: resolved.command,
       args: [...resolved.args],
       // No `transport`: plain stdio. (TransportKind.stdio would append `--stdio`.)
-      options: { cwd: workspaceFolder, env: process.env },
+      // A cwd that does not exist makes spawn fail with ENOENT, as if the command were missing.
+      options: { cwd: workspaceFolder !== undefined && fs.existsSync(workspaceFolder) ? workspaceFolder : os.homedir(), env: process.env },
     };
-    const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, this.clientOptions());
+    const client = new Client(CLIENT_ID, CLIENT_NAME, serverOptions, this.clientOptions(generation));
     // Inline completion (textDocument/inlineCompletion): a proposed feature in
     // vscode-languageclient 9, enabled only by this call; built in from 10 on, where this
     // registers nothing. Kept so the extension works with either.
     client.registerProposedFeatures();
     client.onNotification(STATUS_NOTIFICATION, (params: { state?: unknown; message?: unknown } | undefined) => {
-      if (client === this.client) {
+      if (generation === this.generation) {
         this.output.info(`Model ${String(params?.state)}: ${String(params?.message ?? '')}`);
         this.dispatch({ type: 'modelStatus', state: params?.state, message: params?.message });
       }
     });
     client.onDidChangeState((event) => {
-      if (client !== this.client) {
+      if (generation !== this.generation) {
         return;
       }
       if (event.newState === State.Running) {
@@ -253,31 +288,33 @@ export class Extension implements vscode.Disposable {
       await client.start();
       this.output.info(`Settings sent to the server: ${JSON.stringify(redactSettings(this.serverSettings()))}`);
     } catch (error) {
-      if (client !== this.client || client.state === State.Running || client.state === State.Starting) {
-        // Stopped meanwhile, or restarting after a crash during start: the close handler speaks.
-        this.output.warn(`Server start interrupted: ${errorMessage(error)}`);
-        return;
-      }
-      const message = `the server did not start: ${errorMessage(error)}`;
-      this.output.error(message);
-      if (this.state.server !== 'error') {
-        this.dispatch({ type: 'serverError', message });
-        void this.offerRestart(vscode.window.showErrorMessage(`lsp-infer: ${message}${this.hint ? ` ${this.hint}` : ''}`, RESTART, SHOW_OUTPUT, OPEN_SETTINGS));
-      }
+      this.output.error(`The server did not start: ${errorMessage(error)}`);
+      void this.serverFailed(generation, `the server did not start (${errorMessage(error)})`);
     }
   }
 
-  private clientOptions(): LanguageClientOptions {
+  private clientOptions(generation: number): LanguageClientOptions {
     return {
       documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
       outputChannel: this.output,
       traceOutputChannel: this.output,
+      // Failed requests are logged, never popped up (one per keystroke would be unbearable).
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      // Logged here; the start's failure is reported once, by startClient.
+      initializationFailedHandler: (error) => {
+        this.output.error(`Server initialization failed: ${errorMessage(error)}`);
+        return false;
+      },
       // A function: evaluated at every (re)start, so a restart sends the current settings.
       initializationOptions: () => this.serverSettings(),
       errorHandler: {
         error: (_error, _message, count): ErrorHandlerResult =>
           count !== undefined && count <= 3 ? { action: ErrorAction.Continue } : { action: ErrorAction.Shutdown },
-        closed: () => this.onServerClosed(),
+        closed: (): CloseHandlerResult => {
+          void this.serverFailed(generation, 'the server stopped unexpectedly');
+          // Never the client's own restart: every start is a new client, made by startClient.
+          return { action: CloseAction.DoNotRestart, handled: true, message: 'The connection to the server closed.' };
+        },
       },
       stdioOptions: {
         // Used only with pipe/socket transports; over stdio, stdout is the protocol.
@@ -338,35 +375,55 @@ export class Extension implements vscode.Disposable {
     };
   }
 
-  private onServerClosed(): CloseHandlerResult {
+  /**
+   * The server stopped, or did not start: restart it after a pause (up to 4 times in 3 minutes,
+   * like vscode-languageclient's default error handler), then give up and offer Restart.
+   */
+  private async serverFailed(generation: number, reason: string): Promise<void> {
+    if (generation !== this.generation || generation === this.failedGeneration || this.disposed) {
+      return;
+    }
+    this.failedGeneration = generation;
+    // The process is gone but its last stderr lines (the reason, often) may still be in flight.
+    await new Promise<void>((resolve) => this.schedule(resolve, SETTLE_MS));
+    if (generation !== this.generation || this.disposed) {
+      return;
+    }
     const decision = this.restartPolicy.onCrash();
     const hint = this.hint ? ` ${this.hint}` : '';
     if (decision.restart) {
-      const message = `the server stopped unexpectedly; restarting it (${decision.crashes} of ${this.restartPolicy.maxRestarts})`;
+      const message = `${reason}; restarting it (${decision.crashes} of ${this.restartPolicy.maxRestarts})`;
       this.output.warn(message + hint);
       this.dispatch({ type: 'serverRestarting', message });
       if (decision.crashes === 1) {
         void this.offerRestart(vscode.window.showWarningMessage(`lsp-infer: ${message}.${hint}`, SHOW_OUTPUT));
       }
-      return { action: CloseAction.Restart, handled: true };
+      this.cancelRestart = this.schedule(() => {
+        this.cancelRestart = undefined;
+        if (generation === this.generation && !this.disposed) {
+          void this.restart(false);
+        }
+      }, this.restartPolicy.delayMs(decision.crashes));
+      return;
     }
-    const message = `the server stopped ${decision.crashes} times in the last 3 minutes and was not restarted`;
+    const message = `the server failed ${decision.crashes} times in the last 3 minutes and is not restarted again (last: ${reason})`;
     this.output.error(message + hint);
-    this.dispatch({ type: 'serverError', message });
-    void this.offerRestart(vscode.window.showErrorMessage(`lsp-infer: ${message}.${hint}`, RESTART, SHOW_OUTPUT));
-    return { action: CloseAction.DoNotRestart, handled: true };
+    this.dispatch({ type: 'serverError', message: reason });
+    void this.offerRestart(vscode.window.showErrorMessage(`lsp-infer: ${message}.${hint}`, RESTART, SHOW_OUTPUT, OPEN_SETTINGS));
   }
 
   private async stopClient(): Promise<void> {
     const client = this.client;
     this.client = undefined;
+    this.generation++; // what the stopped client still reports is ignored
     if (client === undefined) {
       return;
     }
     try {
       await client.dispose(3000);
     } catch (error) {
-      this.output.warn(`Stopping the server: ${errorMessage(error)}`);
+      // A client whose start failed "can't be stopped"; it is disposed all the same.
+      this.output.debug(`Stopping the server: ${errorMessage(error)}`);
     }
   }
 
@@ -379,7 +436,7 @@ export class Extension implements vscode.Disposable {
     return (await vscode.commands.getCommands(true)).includes(command);
   }
 
-  private runningClient(): LanguageClient | undefined {
+  private runningClient(): Client | undefined {
     if (this.client?.isRunning()) {
       return this.client;
     }
@@ -459,7 +516,9 @@ export class Extension implements vscode.Disposable {
   }
 
   async toggleCompletions(): Promise<void> {
-    const config = vscode.workspace.getConfiguration(SECTION);
+    // A resource, so that a folder-level value can be seen and written in a multi-root workspace.
+    const scope = vscode.window.activeTextEditor?.document.uri ?? vscode.workspace.workspaceFolders?.[0]?.uri;
+    const config = vscode.workspace.getConfiguration(SECTION, scope);
     const enabled = config.get<boolean>('completion.enabled', true) !== false;
     await config.update('completion.enabled', !enabled, TARGETS[toggleTarget(config.inspect('completion.enabled'))]);
     void vscode.window.setStatusBarMessage(`lsp-infer: completions ${enabled ? 'off' : 'on'}`, 3000);
@@ -527,6 +586,14 @@ export class Extension implements vscode.Disposable {
     }
   }
 
+  private schedule(run: () => void, ms: number): () => void {
+    if (this.options.schedule !== undefined) {
+      return this.options.schedule(run, ms);
+    }
+    const timer = setTimeout(run, ms);
+    return () => clearTimeout(timer);
+  }
+
   // -- messages ---------------------------------------------------------------------------
 
   private async offer(choice: Thenable<string | undefined>, setting = 'lspInfer.server'): Promise<void> {
@@ -549,6 +616,7 @@ export class Extension implements vscode.Disposable {
 
   async dispose(): Promise<void> {
     this.disposed = true;
+    this.cancelRestart?.();
     await this.queue.catch(() => undefined);
     await this.stopClient();
     for (const disposable of this.disposables.splice(0)) {
@@ -559,8 +627,8 @@ export class Extension implements vscode.Disposable {
 
 let extension: Extension | undefined;
 
-export async function activate(context: vscode.ExtensionContext): Promise<Extension> {
-  extension = new Extension(context);
+export async function activate(context: vscode.ExtensionContext, options?: ExtensionOptions): Promise<Extension> {
+  extension = new Extension(context, options);
   await extension.activate();
   return extension;
 }

@@ -25,6 +25,11 @@ export class RestartPolicy {
     return { restart: true, crashes: this.crashes.length };
   }
 
+  /** A polite pause before the n-th restart in a row: 0.5 s, 1 s, 2 s, 4 s, at most 8 s. */
+  delayMs(crashes: number): number {
+    return Math.min(500 * 2 ** Math.max(0, crashes - 1), 8000);
+  }
+
   /** A start the user asked for (or a settings change) begins a fresh count. */
   reset(): void {
     this.crashes = [];

@@ -1,0 +1,495 @@
+/**
+ * src/extension.ts against a fake `vscode` and a fake `vscode-languageclient/node`
+ * (test/fakes): what it starts, what it sends, what it shows.
+ */
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import Module from 'node:module';
+import * as path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import * as lc from './fakes/languageclient';
+import { FakeVscode, Uri } from './fakes/vscode';
+
+const ROOT = path.join(__dirname, '..', '..');
+const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+const API_KEY = 'sk-team-0123456789abcdef';
+
+let fake: FakeVscode;
+const moduleApi = Module as unknown as { _load: (request: string, parent: unknown, isMain: boolean) => unknown };
+const originalLoad = moduleApi._load;
+moduleApi._load = function (request, parent, isMain) {
+  if (request === 'vscode') {
+    return fake.module;
+  }
+  if (request === 'vscode-languageclient/node') {
+    return lc;
+  }
+  return originalLoad.call(this, request, parent, isMain);
+};
+
+type ExtensionModule = typeof import('../src/extension');
+let loaded: ExtensionModule;
+let extension: import('../src/extension').Extension;
+
+function load(): ExtensionModule {
+  delete require.cache[require.resolve('../src/extension')];
+  return require('../src/extension') as ExtensionModule;
+}
+
+/** Point the server command at an executable that exists (node itself), as a user would. */
+function serverExists(): void {
+  fake.settings.set('lspInfer.server.command', { globalValue: [process.execPath, 'serve'] });
+}
+
+async function activate(): Promise<lc.LanguageClient> {
+  loaded = load();
+  extension = await loaded.activate(fake.context() as never, { schedule });
+  await extension.settled();
+  return lc.clients[lc.clients.length - 1];
+}
+
+const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+/** The extension's timers, run by hand: `step()` runs the oldest one and what follows from it. */
+let timers: { run: () => void; ms: number }[] = [];
+function schedule(run: () => void, ms: number): () => void {
+  const timer = { run, ms };
+  timers.push(timer);
+  return () => (timers = timers.filter((t) => t !== timer));
+}
+async function step(): Promise<number | undefined> {
+  await flush();
+  const timer = timers.shift();
+  timer?.run();
+  await flush();
+  await extension.settled();
+  await flush();
+  return timer?.ms;
+}
+/** A failure is reported after a short wait (for the server's last stderr lines). */
+const reported = step;
+/** Then the restart waits (0.5 s, 1 s, 2 s, 4 s) and runs. */
+const restarted = step;
+
+beforeEach(() => {
+  timers = [];
+  fake = new FakeVscode(PKG);
+  lc.clients.length = 0;
+  lc.setAnswer(() => null);
+  lc.setStartError(undefined);
+});
+
+afterEach(async () => {
+  await loaded?.deactivate();
+});
+
+describe('activation', () => {
+  test('registers every contributed command and starts the server over plain stdio', async () => {
+    serverExists();
+    const client = await activate();
+    for (const { command } of PKG.contributes.commands) {
+      assert.ok(fake.commands.has(command), command);
+    }
+    assert.deepEqual(client.serverOptions.command, process.execPath);
+    assert.deepEqual(client.serverOptions.args, ['serve']);
+    assert.equal(client.serverOptions.transport, undefined, 'no --stdio argument appended');
+    assert.equal(client.id, 'lspInfer');
+    assert.ok(client.proposed, 'registerProposedFeatures() was called');
+    assert.deepEqual(client.clientOptions.documentSelector, [{ scheme: 'file' }, { scheme: 'untitled' }]);
+    assert.deepEqual(client.initializationOptions, [{}], 'nothing set: the server keeps its defaults');
+    assert.ok(fake.statusItem.visible);
+    assert.equal(fake.statusItem.command, 'lsp-infer.showMenu');
+    assert.equal(fake.statusItem.text, '$(sparkle) lsp-infer');
+    assert.ok(fake.log.some((line) => line.includes(`Starting the server: ${process.execPath} serve`)));
+  });
+
+  test('the default command is missing: an error with the fix and an "Open Settings" button', async () => {
+    fake.settings.set('lspInfer.server.command', { globalValue: ['lsp-infer-surely-not-installed-here', 'serve'] });
+    fake.buttons.push('Open Settings');
+    await activate();
+    assert.equal(lc.clients.length, 0, 'nothing is spawned');
+    const [message] = fake.messages;
+    assert.equal(message.kind, 'error');
+    assert.match(message.text, /not on PATH/);
+    assert.match(message.text, /pip install 'lsp-infer\[model\]'/);
+    assert.deepEqual(message.actions, ['Open Settings', 'Show Output']);
+    assert.match(fake.statusItem.text, /\$\(error\)/);
+    await flush();
+    assert.deepEqual(fake.executed.at(-1), { command: 'workbench.action.openSettings', args: ['lspInfer.server.command'] });
+  });
+
+  test('pythonPath runs `python -m lsp_infer serve`', async () => {
+    fake.settings.set('lspInfer.server.pythonPath', { globalValue: process.execPath });
+    const client = await activate();
+    assert.deepEqual([client.serverOptions.command, ...client.serverOptions.args], [process.execPath, '-m', 'lsp_infer', 'serve']);
+  });
+
+  test('a failed start: one message of ours (not the client\'s), retried politely, then Restart is offered', async () => {
+    serverExists();
+    lc.setStartError(new Error('Pending response rejected since connection got disposed'));
+    await activate();
+    assert.equal(fake.messages.length, 0, 'reported after the server\'s last stderr lines are read');
+    assert.equal(await reported(), 200);
+    assert.equal(fake.messages.length, 1);
+    assert.equal(fake.messages[0].kind, 'warning');
+    assert.match(fake.messages[0].text, /the server did not start \(Pending response rejected.*\); restarting it \(1 of 4\)/);
+    assert.deepEqual(lc.clients[0].popups, [], "vscode-languageclient's own pop-up is suppressed");
+    assert.equal(lc.clients[0].clientOptions.revealOutputChannelOn, lc.RevealOutputChannelOn.Never);
+    assert.match(fake.statusItem.text, /loading~spin/);
+    assert.equal(fake.statusItem.backgroundColor?.id, 'statusBarItem.warningBackground');
+    const delays: (number | undefined)[] = [];
+    for (let i = 0; i < 4; i++) {
+      delays.push(await restarted());
+      if (i < 3) {
+        await reported();
+      }
+    }
+    assert.deepEqual(delays, [500, 1000, 2000, 4000], 'a growing pause between attempts');
+    assert.equal(lc.clients.length, 5, 'the first start and 4 restarts');
+    assert.ok(lc.clients.slice(0, 4).every((client) => client.disposed));
+    assert.equal(fake.messages.length, 1, 'no message per attempt');
+    await reported();
+    const last = fake.messages.at(-1)!;
+    assert.equal(last.kind, 'error');
+    assert.match(last.text, /failed 5 times in the last 3 minutes and is not restarted again/);
+    assert.deepEqual(last.actions, ['Restart', 'Show Output', 'Open Settings']);
+    assert.match(fake.statusItem.text, /\$\(error\)/);
+    assert.equal(timers.length, 0, 'given up: nothing scheduled');
+    lc.setStartError(undefined);
+    await extension.restart(true);
+    assert.equal(lc.clients.length, 6);
+    assert.equal(lc.clients[5].state, lc.State.Running);
+    assert.equal(fake.statusItem.text, '$(sparkle) lsp-infer');
+  });
+
+  test('a start that fails and also closes the connection is handled once', async () => {
+    serverExists();
+    lc.setStartError(new Error('connection closed'));
+    const client = await activate();
+    await client.crash();
+    await reported();
+    assert.equal(fake.messages.length, 1);
+    assert.equal(timers.length, 1, 'one restart scheduled, not two');
+    lc.setStartError(undefined);
+    await restarted();
+    assert.equal(lc.clients.length, 2);
+    assert.equal(timers.length, 0);
+  });
+});
+
+describe('settings', () => {
+  test('initializationOptions and workspace/configuration: the nested object, with the API key', async () => {
+    serverExists();
+    fake.settings.set('lspInfer.model.nCtx', { globalValue: 8192 });
+    fake.settings.set('lspInfer.model.path', { workspaceValue: '' });
+    fake.settings.set('lspInfer.completion.maxLines', { workspaceFolderValue: 4 });
+    fake.settings.set('lspInfer.team.url', { globalValue: 'http://team:8000/v1' });
+    fake.secrets.set('lspInfer.team.apiKey', API_KEY);
+    const client = await activate();
+    const expected = {
+      model: { path: null, nCtx: 8192 },
+      completion: { maxLines: 4 },
+      team: { url: 'http://team:8000/v1', apiKey: API_KEY },
+    };
+    assert.deepEqual(client.initializationOptions[0], expected);
+    const configuration = client.clientOptions.middleware.workspace.configuration;
+    let delegated: unknown;
+    const answer = await configuration(
+      { items: [{ section: 'lspInfer' }, { section: 'editor' }, { section: 'lspInfer.completion' }] },
+      {},
+      async (params: unknown) => {
+        delegated = params;
+        return [null, { tabSize: 4 }, null];
+      },
+    );
+    assert.deepEqual(answer, [expected, { tabSize: 4 }, { maxLines: 4 }]);
+    assert.ok(delegated, 'other sections are asked of VS Code');
+    const own = await configuration({ items: [{ section: 'lspInfer' }] }, {}, () => assert.fail('not delegated'));
+    assert.deepEqual(own, [expected]);
+  });
+
+  test('the API key never reaches the output channel, even in verbose message traces', async () => {
+    serverExists();
+    fake.secrets.set('lspInfer.team.apiKey', API_KEY);
+    const client = await activate();
+    // What vscode-languageclient prints with lspInfer.trace.server = verbose:
+    client.clientOptions.traceOutputChannel.trace(`Sending request 'initialize - (0)'.\nParams: ${JSON.stringify({ initializationOptions: client.initializationOptions[0] })}`);
+    client.clientOptions.outputChannel.error('Result', { items: [client.initializationOptions[0]] });
+    fake.set('lspInfer.completion.maxTokens', 32);
+    assert.ok(fake.log.length > 3);
+    assert.ok(fake.log.every((line) => !line.includes(API_KEY)), fake.log.join('\n'));
+    assert.ok(fake.log.some((line) => line.includes('<redacted>')));
+  });
+
+  test('a server setting change notifies the server to pull; no restart', async () => {
+    serverExists();
+    const client = await activate();
+    fake.set('lspInfer.completion.maxLines', 3);
+    assert.deepEqual(client.notifications, [{ method: 'workspace/didChangeConfiguration', params: { settings: null } }]);
+    assert.equal(lc.clients.length, 1);
+    fake.set('editor.fontSize', 20);
+    assert.equal(client.notifications.length, 1, 'other sections are none of our business');
+  });
+
+  test('lspInfer.server.* changes restart the server with the new command and settings', async () => {
+    serverExists();
+    const first = await activate();
+    fake.set('lspInfer.completion.maxLines', 2);
+    fake.set('lspInfer.server.command', [process.execPath, 'serve', '--log-file', '/tmp/x.log']);
+    await extension.settled();
+    assert.equal(lc.clients.length, 2);
+    assert.ok(first.disposed);
+    const second = lc.clients[1];
+    assert.deepEqual(second.serverOptions.args, ['serve', '--log-file', '/tmp/x.log']);
+    assert.deepEqual(second.initializationOptions[0], { completion: { maxLines: 2 } });
+  });
+
+  test('Set Team API Key stores the key in SecretStorage, tells the server, and never logs it', async () => {
+    serverExists();
+    const client = await activate();
+    fake.inputs.push(`  ${API_KEY} `);
+    await fake.commands.get('lsp-infer.setTeamApiKey')!();
+    assert.equal(fake.secrets.get('lspInfer.team.apiKey'), API_KEY);
+    assert.equal(fake.inputBoxes[0].password, true);
+    assert.ok(client.notifications.some((n) => n.method === 'workspace/didChangeConfiguration'));
+    assert.deepEqual(extension.serverSettings(), { team: { apiKey: API_KEY } });
+    assert.ok(fake.log.every((line) => !line.includes(API_KEY)));
+    fake.inputs.push('');
+    await fake.commands.get('lsp-infer.setTeamApiKey')!();
+    assert.equal(fake.secrets.has('lspInfer.team.apiKey'), false, 'empty removes it');
+    assert.deepEqual(extension.serverSettings(), {});
+  });
+});
+
+describe('status bar and requests', () => {
+  test('lspInfer/status and inline completions drive the status bar', async () => {
+    serverExists();
+    const client = await activate();
+    client.notify('lspInfer/status', { state: 'loading', message: 'loading the model' });
+    assert.equal(fake.statusItem.text, '$(loading~spin) lsp-infer: loading model');
+    client.notify('lspInfer/status', { state: 'ready', message: 'qwen2.5-coder-0.5b (qwen)' });
+    assert.equal(fake.statusItem.text, '$(sparkle) lsp-infer');
+    const provide = client.clientOptions.middleware.provideInlineCompletionItems;
+    let release!: (value: unknown) => void;
+    const pending = provide({}, {}, {}, { isCancellationRequested: false }, () => new Promise((resolve) => (release = resolve)));
+    await flush();
+    assert.match(fake.statusItem.text, /sync~spin/, 'busy while a request is in flight');
+    release({ items: [{ insertText: 'a + b' }] });
+    assert.deepEqual(await pending, { items: [{ insertText: 'a + b' }] });
+    assert.match(fake.statusItem.text, /^\$\(sparkle\) lsp-infer \d+ ms$/);
+    client.notify('lspInfer/status', { state: 'failed', message: 'sha256 mismatch' });
+    assert.match(fake.statusItem.text, /\$\(error\)/);
+    assert.match(String(fake.statusItem.tooltip), /sha256 mismatch/);
+  });
+
+  test('completions off: the toggle writes the setting, the status bar says so, no requests are sent', async () => {
+    serverExists();
+    const client = await activate();
+    await fake.commands.get('lsp-infer.toggleCompletions')!();
+    assert.deepEqual(fake.settings.get('lspInfer.completion.enabled'), { globalValue: false });
+    assert.match(fake.statusItem.text, /circle-slash/);
+    assert.deepEqual(client.notifications.at(-1), { method: 'workspace/didChangeConfiguration', params: { settings: null } });
+    const provide = client.clientOptions.middleware.provideInlineCompletionItems;
+    assert.equal(await provide({}, {}, {}, { isCancellationRequested: false }, () => assert.fail('no request while off')), undefined);
+    fake.settings.set('lspInfer.completion.enabled', { globalValue: false, workspaceValue: false });
+    await fake.commands.get('lsp-infer.toggleCompletions')!();
+    assert.deepEqual(fake.settings.get('lspInfer.completion.enabled'), { globalValue: false, workspaceValue: true }, 'written where it takes effect');
+    assert.equal(fake.statusItem.text, '$(sparkle) lsp-infer');
+  });
+
+  test('the completion-list fallback is never asked (it would race the inline request)', async () => {
+    serverExists();
+    const client = await activate();
+    assert.equal(client.clientOptions.middleware.provideCompletionItem({}, {}, {}, {}, () => assert.fail('asked')), undefined);
+  });
+
+  test('stats: formatted in the output and a quick pick; an older server gets "update it"', async () => {
+    serverExists();
+    const client = await activate();
+    lc.setAnswer((method) => (method === 'lspInfer/stats' ? { requests: 12, latencyMs: { p50: 150.4 } } : null));
+    await fake.commands.get('lsp-infer.showStats')!();
+    assert.deepEqual(client.requests.at(-1), { method: 'lspInfer/stats', params: {} });
+    assert.ok(fake.log.some((line) => /requests\s+12/.test(line) && /latencyMs\.p50\s+150/.test(line)));
+    assert.deepEqual(fake.quickPicks[0].items.slice(0, 2), [
+      { label: 'requests', description: '12' },
+      { label: 'latencyMs.p50', description: '150' },
+    ]);
+    lc.setAnswer(() => new lc.ResponseError(-32601, 'Method Not Found: lspInfer/stats'));
+    await fake.commands.get('lsp-infer.showStats')!();
+    assert.match(fake.messages.at(-1)!.text, /does not answer lspInfer\/stats yet/);
+  });
+
+  test('the menu runs the picked command', async () => {
+    serverExists();
+    await activate();
+    fake.picks.push((items) => items.find((item) => /Turn completions off/.test(item.label)));
+    await fake.commands.get('lsp-infer.showMenu')!();
+    assert.equal(fake.effective('lspInfer.completion.enabled'), false);
+  });
+
+  test('server stderr goes to the output at each line\'s level, and known failures become hints', async () => {
+    serverExists();
+    const client = await activate();
+    const stderr = new PassThrough();
+    const seen: string[] = [];
+    const channel = { info: (t: string) => seen.push(`info ${t}`), warn: (t: string) => seen.push(`warn ${t}`), error: (t: string) => seen.push(`error ${t}`), debug: (t: string) => seen.push(`debug ${t}`), trace: () => undefined };
+    client.clientOptions.stdioOptions.stderr(stderr, channel);
+    stderr.write('2025-01-02 03:04:05,678 INFO lsp_infer.server: serving\n2025-01-02 03:04:05,679 WARNING lsp_infer: slow\n/usr/bin/python3: No module named lsp_infer\n');
+    stderr.end();
+    await flush();
+    assert.deepEqual(seen, ['info [server] lsp_infer.server: serving', 'warn [server] lsp_infer: slow', 'warn [server] /usr/bin/python3: No module named lsp_infer']);
+    await client.crash();
+    await reported();
+    assert.match(fake.messages.at(-1)!.text, /pip install 'lsp-infer\[model\]'/);
+  });
+});
+
+describe('crashes', () => {
+  test('a crashed server is restarted (a new client) up to 4 times, then Restart is offered', async () => {
+    serverExists();
+    await activate();
+    for (let i = 1; i <= 4; i++) {
+      const client = lc.clients.at(-1)!;
+      const result = (await client.crash()) as { action: number; handled: boolean };
+      assert.equal(result.action, lc.CloseAction.DoNotRestart, 'never the client\'s own restart');
+      assert.equal(result.handled, true);
+      assert.deepEqual(client.popups, []);
+      await reported();
+      assert.match(fake.statusItem.text, /loading~spin/, 'restarting');
+      await restarted();
+      assert.equal(lc.clients.length, i + 1);
+      assert.equal(lc.clients.at(-1)!.state, lc.State.Running);
+      assert.equal(fake.statusItem.text, '$(sparkle) lsp-infer');
+    }
+    assert.equal(fake.messages.length, 1, 'one warning for the first crash of a series');
+    assert.equal(fake.messages[0].kind, 'warning');
+    assert.match(fake.messages[0].text, /stopped unexpectedly; restarting it \(1 of 4\)/);
+    fake.buttons.push('Restart');
+    await lc.clients.at(-1)!.crash();
+    await reported();
+    const message = fake.messages.at(-1)!;
+    assert.equal(message.kind, 'error');
+    assert.match(message.text, /failed 5 times in the last 3 minutes and is not restarted again \(last: the server stopped unexpectedly\)/);
+    assert.deepEqual(message.actions, ['Restart', 'Show Output', 'Open Settings']);
+    await flush();
+    await extension.settled();
+    assert.equal(lc.clients.length, 6, 'Restart starts a new server');
+    assert.equal(lc.clients[5].state, lc.State.Running);
+    assert.equal(fake.statusItem.text, '$(sparkle) lsp-infer');
+  });
+
+  test('the reason from the server\'s stderr is in the message', async () => {
+    serverExists();
+    const client = await activate();
+    const stderr = new PassThrough();
+    client.clientOptions.stdioOptions.stderr(stderr, client.clientOptions.outputChannel);
+    await client.crash();
+    // The last stderr lines arrive after the close: the report waits for them.
+    stderr.end('/usr/bin/python3: No module named lsp_infer\n');
+    await reported();
+    assert.match(fake.messages[0].text, /restarting it \(1 of 4\)\. lsp-infer is not installed in the Python set in lspInfer\.server\.pythonPath/);
+  });
+
+  test('a crash of an old client (already replaced) is ignored', async () => {
+    serverExists();
+    const first = await activate();
+    await extension.restart(true);
+    await first.crash();
+    await flush();
+    assert.equal(timers.length, 0);
+    assert.equal(fake.messages.length, 0);
+    assert.equal(lc.clients.length, 2);
+  });
+
+  test('deactivation cancels a pending restart', async () => {
+    serverExists();
+    const client = await activate();
+    await client.crash();
+    await reported();
+    assert.equal(timers.length, 1);
+    await loaded.deactivate();
+    assert.equal(timers.length, 0);
+    assert.equal(lc.clients.length, 1);
+  });
+
+  test('a restart asked for meanwhile replaces the scheduled one', async () => {
+    serverExists();
+    const client = await activate();
+    await client.crash();
+    await reported();
+    await fake.commands.get('lsp-infer.restartServer')!();
+    assert.equal(timers.length, 0);
+    assert.equal(lc.clients.length, 2);
+  });
+});
+
+describe('refactor commands', () => {
+  test('a server without the team tier: a clear message, no request', async () => {
+    serverExists();
+    const client = await activate();
+    fake.activeTextEditor = { document: { uri: Uri.file('/work/proj/a.py') } };
+    fake.inputs.push('add type hints');
+    await fake.commands.get('lsp-infer.refactorFile')!();
+    assert.match(fake.messages.at(-1)!.text, /does not offer lspInfer\.refactorFile/);
+    assert.equal(client.requests.length, 0);
+  });
+
+  test('refactor file: asks for the instruction, then workspace/executeCommand with {uri, instruction}', async () => {
+    serverExists();
+    const client = await activate();
+    client.initializeResult = { capabilities: { executeCommandProvider: { commands: ['lspInfer.refactorFile', 'lspInfer.refactorFiles'] } } };
+    fake.activeTextEditor = { document: { uri: Uri.file('/work/proj/a.py') } };
+    fake.inputs.push('  add type hints ');
+    await fake.commands.get('lsp-infer.refactorFile')!();
+    assert.equal(fake.inputBoxes[0].title, 'lsp-infer: Refactor a.py');
+    assert.deepEqual(client.requests.at(-1), {
+      method: 'workspace/executeCommand',
+      params: { command: 'lspInfer.refactorFile', arguments: [{ uri: 'file:///work/proj/a.py', instruction: 'add type hints' }] },
+    });
+    // The explorer's context menu passes the file; the last instruction is offered again.
+    fake.inputs.push('rename x');
+    await fake.commands.get('lsp-infer.refactorFile')!(Uri.file('/work/proj/b.py'));
+    assert.equal(fake.inputBoxes[1].value, 'add type hints');
+    assert.deepEqual((client.requests.at(-1)!.params as { arguments: unknown[] }).arguments, [{ uri: 'file:///work/proj/b.py', instruction: 'rename x' }]);
+    // Escape in the input box: nothing is sent.
+    fake.inputs.push(undefined);
+    await fake.commands.get('lsp-infer.refactorFile')!();
+    assert.equal(client.requests.length, 2);
+  });
+
+  test('refactor open files: every open file-scheme document, once, in one request', async () => {
+    serverExists();
+    const client = await activate();
+    client.initializeResult = { capabilities: { executeCommandProvider: { commands: ['lspInfer.refactorFiles'] } } };
+    fake.textDocuments = [
+      { uri: Uri.file('/work/proj/a.py'), isClosed: false },
+      { uri: Uri.parse('untitled:Untitled-1'), isClosed: false },
+      { uri: Uri.file('/work/proj/b.py'), isClosed: false },
+      { uri: Uri.file('/work/proj/c.py'), isClosed: true },
+    ];
+    fake.inputs.push('use pathlib');
+    await fake.commands.get('lsp-infer.refactorOpenFiles')!();
+    assert.equal(fake.inputBoxes[0].title, 'lsp-infer: Refactor 2 open files');
+    assert.deepEqual(client.requests.at(-1), {
+      method: 'workspace/executeCommand',
+      params: { command: 'lspInfer.refactorFiles', arguments: [{ uris: ['file:///work/proj/a.py', 'file:///work/proj/b.py'], instruction: 'use pathlib' }] },
+    });
+  });
+
+  test('a failed refactor is reported; a cancelled one is not', async () => {
+    serverExists();
+    const client = await activate();
+    client.initializeResult = { capabilities: { executeCommandProvider: { commands: ['lspInfer.refactorFile'] } } };
+    fake.activeTextEditor = { document: { uri: Uri.file('/work/proj/a.py') } };
+    lc.setAnswer(() => new lc.ResponseError(-32803, 'team server unreachable'));
+    fake.inputs.push('x');
+    await fake.commands.get('lsp-infer.refactorFile')!();
+    assert.match(fake.messages.at(-1)!.text, /refactor of a\.py failed: team server unreachable/);
+    const count = fake.messages.length;
+    lc.setAnswer(() => new lc.ResponseError(-32800, 'cancelled'));
+    fake.inputs.push('x');
+    await fake.commands.get('lsp-infer.refactorFile')!();
+    assert.equal(fake.messages.length, count);
+  });
+});

@@ -1,0 +1,250 @@
+/**
+ * A small stand-in for the `vscode` module: just what src/extension.ts uses, recording what
+ * the extension does (messages, commands, status bar, output, settings writes) for tests.
+ */
+import * as path from 'node:path';
+
+type Listener<T> = (event: T) => unknown;
+
+export class EventEmitter<T> {
+  private listeners: Listener<T>[] = [];
+  readonly event = (listener: Listener<T>) => {
+    this.listeners.push(listener);
+    return { dispose: () => (this.listeners = this.listeners.filter((l) => l !== listener)) };
+  };
+  fire(event: T): void {
+    for (const listener of [...this.listeners]) {
+      listener(event);
+    }
+  }
+  dispose(): void {
+    this.listeners = [];
+  }
+}
+
+export class Uri {
+  private constructor(
+    readonly scheme: string,
+    readonly path: string,
+  ) {}
+  static file(file: string): Uri {
+    return new Uri('file', file);
+  }
+  static parse(value: string): Uri {
+    const match = /^([a-z-]+):(?:\/\/)?(.*)$/.exec(value);
+    return match ? new Uri(match[1], match[2].startsWith('/') ? match[2] : `/${match[2]}`) : new Uri('file', value);
+  }
+  get fsPath(): string {
+    return this.path;
+  }
+  toString(): string {
+    return this.scheme === 'file' ? `file://${this.path}` : `${this.scheme}:${this.path}`;
+  }
+}
+
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+
+export enum ConfigurationTarget {
+  Global = 1,
+  Workspace = 2,
+  WorkspaceFolder = 3,
+}
+
+export enum StatusBarAlignment {
+  Left = 1,
+  Right = 2,
+}
+
+interface Scopes {
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+}
+
+export interface Message {
+  readonly kind: 'error' | 'warning' | 'info';
+  readonly text: string;
+  readonly actions: string[];
+}
+
+/** Everything the fake records, and the knobs a test turns. */
+export class FakeVscode {
+  readonly defaults = new Map<string, unknown>();
+  readonly settings = new Map<string, Scopes>();
+  readonly commands = new Map<string, (...args: unknown[]) => unknown>();
+  readonly executed: { command: string; args: unknown[] }[] = [];
+  readonly messages: Message[] = [];
+  readonly log: string[] = [];
+  readonly secrets = new Map<string, string>();
+  readonly workspaceState = new Map<string, unknown>();
+  /** Answers for showInputBox / showQuickPick / message buttons, consumed in order. */
+  readonly inputs: (string | undefined)[] = [];
+  readonly picks: ((items: { label: string }[]) => { label: string } | undefined)[] = [];
+  readonly buttons: (string | undefined)[] = [];
+  readonly quickPicks: { items: { label: string; description?: string }[]; title?: string }[] = [];
+  readonly inputBoxes: { title?: string; password?: boolean; value?: string }[] = [];
+  readonly statusItem = { name: '', text: '', tooltip: '' as unknown, command: undefined as unknown, backgroundColor: undefined as ThemeColor | undefined, visible: false, show() { this.visible = true; }, hide() { this.visible = false; }, dispose() {} };
+  readonly configChanged = new EventEmitter<{ affectsConfiguration(section: string): boolean }>();
+  readonly secretsChanged = new EventEmitter<{ key: string }>();
+  workspaceFolders: { uri: Uri; name: string; index: number }[] | undefined = [{ uri: Uri.file('/work/proj'), name: 'proj', index: 0 }];
+  textDocuments: { uri: Uri; isClosed: boolean }[] = [];
+  activeTextEditor: { document: { uri: Uri } } | undefined;
+  readonly module: Record<string, unknown>;
+
+  constructor(packageJson: { contributes: { configuration: { properties: Record<string, { default?: unknown }> }[] } }) {
+    for (const group of packageJson.contributes.configuration) {
+      for (const [key, prop] of Object.entries(group.properties)) {
+        this.defaults.set(key, prop.default);
+      }
+    }
+    this.module = this.build();
+  }
+
+  /** Write a setting the way the settings editor would, firing onDidChangeConfiguration. */
+  set(key: string, value: unknown, scope: keyof Scopes = 'globalValue'): void {
+    const scopes = { ...(this.settings.get(key) ?? {}) };
+    scopes[scope] = value;
+    this.settings.set(key, scopes);
+    this.configChanged.fire({ affectsConfiguration: (section) => key === section || key.startsWith(section + '.') });
+  }
+
+  effective(key: string): unknown {
+    const scopes = this.settings.get(key) ?? {};
+    for (const value of [scopes.workspaceFolderValue, scopes.workspaceValue, scopes.globalValue]) {
+      if (value !== undefined) {
+        return value;
+      }
+    }
+    return this.defaults.get(key);
+  }
+
+  private message(kind: Message['kind']) {
+    return (text: string, ...actions: string[]) => {
+      this.messages.push({ kind, text, actions });
+      return Promise.resolve(this.buttons.shift());
+    };
+  }
+
+  private build(): Record<string, unknown> {
+    const fake = this;
+    const channel = {
+      logLevel: 2,
+      onDidChangeLogLevel: new EventEmitter<number>().event,
+      name: 'lsp-infer',
+      shown: false,
+      append: (text: string) => fake.log.push(`append ${text}`),
+      appendLine: (text: string) => fake.log.push(`line ${text}`),
+      replace: (text: string) => fake.log.push(`replace ${text}`),
+      clear: () => undefined,
+      show: () => {
+        channel.shown = true;
+      },
+      hide: () => undefined,
+      dispose: () => undefined,
+      trace: (text: string) => fake.log.push(`trace ${text}`),
+      debug: (text: string) => fake.log.push(`debug ${text}`),
+      info: (text: string) => fake.log.push(`info ${text}`),
+      warn: (text: string) => fake.log.push(`warn ${text}`),
+      error: (text: string | Error) => fake.log.push(`error ${String(text)}`),
+    };
+    this.channel = channel;
+    const getConfiguration = (section?: string) => {
+      const full = (key: string) => (section ? `${section}.${key}` : key);
+      return {
+        get: (key: string, fallback?: unknown) => {
+          const value = fake.effective(full(key));
+          return value === undefined ? fallback : value;
+        },
+        has: (key: string) => fake.effective(full(key)) !== undefined,
+        inspect: (key: string) => ({ key: full(key), defaultValue: fake.defaults.get(full(key)), ...(fake.settings.get(full(key)) ?? {}) }),
+        update: async (key: string, value: unknown, target: ConfigurationTarget) => {
+          const scope = target === ConfigurationTarget.WorkspaceFolder ? 'workspaceFolderValue' : target === ConfigurationTarget.Workspace ? 'workspaceValue' : 'globalValue';
+          fake.set(full(key), value, scope);
+        },
+      };
+    };
+    return {
+      Uri,
+      ThemeColor,
+      EventEmitter,
+      ConfigurationTarget,
+      StatusBarAlignment,
+      window: {
+        createOutputChannel: () => channel,
+        createStatusBarItem: () => fake.statusItem,
+        showErrorMessage: this.message('error'),
+        showWarningMessage: this.message('warning'),
+        showInformationMessage: this.message('info'),
+        setStatusBarMessage: (text: string) => {
+          fake.log.push(`statusbar ${text}`);
+          return { dispose() {} };
+        },
+        showInputBox: async (options: { title?: string; password?: boolean; value?: string }) => {
+          fake.inputBoxes.push(options);
+          return fake.inputs.shift();
+        },
+        showQuickPick: async (items: { label: string; description?: string }[], options?: { title?: string }) => {
+          fake.quickPicks.push({ items, title: options?.title });
+          const pick = fake.picks.shift();
+          return pick ? pick(items) : undefined;
+        },
+        get activeTextEditor() {
+          return fake.activeTextEditor;
+        },
+      },
+      workspace: {
+        getConfiguration,
+        onDidChangeConfiguration: this.configChanged.event,
+        get workspaceFolders() {
+          return fake.workspaceFolders;
+        },
+        get textDocuments() {
+          return fake.textDocuments;
+        },
+      },
+      commands: {
+        registerCommand: (id: string, run: (...args: unknown[]) => unknown) => {
+          if (fake.commands.has(id)) {
+            throw new Error(`command '${id}' already exists`);
+          }
+          fake.commands.set(id, run);
+          return { dispose: () => fake.commands.delete(id) };
+        },
+        executeCommand: async (command: string, ...args: unknown[]) => {
+          fake.executed.push({ command, args });
+          return fake.commands.get(command)?.(...args);
+        },
+        getCommands: async () => [...fake.commands.keys()],
+      },
+    };
+  }
+
+  channel: { shown: boolean } | undefined;
+
+  /** An ExtensionContext over the fake's secret and workspace-state maps. */
+  context(): unknown {
+    const fake = this;
+    return {
+      subscriptions: [],
+      extensionPath: path.join(__dirname, '..', '..', '..'),
+      secrets: {
+        get: async (key: string) => fake.secrets.get(key),
+        store: async (key: string, value: string) => {
+          fake.secrets.set(key, value);
+          fake.secretsChanged.fire({ key });
+        },
+        delete: async (key: string) => {
+          fake.secrets.delete(key);
+          fake.secretsChanged.fire({ key });
+        },
+        onDidChange: this.secretsChanged.event,
+      },
+      workspaceState: {
+        get: (key: string) => fake.workspaceState.get(key),
+        update: async (key: string, value: unknown) => void fake.workspaceState.set(key, value),
+      },
+    };
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * package.json against the code: the contributed settings are the settings table, the
+ * contributed commands are the commands the extension registers, engines fit the client.
+ */
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, test } from 'node:test';
+import { COMMANDS } from '../src/commands';
+import { DEFAULT_COMMAND } from '../src/serverCommand';
+import { SERVER_SETTINGS } from '../src/settings';
+
+const ROOT = path.join(__dirname, '..', '..');
+const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+const properties: Record<string, Record<string, unknown>> = Object.assign(
+  {},
+  ...pkg.contributes.configuration.map((group: { properties: object }) => group.properties),
+);
+
+function caret(range: string): number[] {
+  const match = /^\^?(\d+)\.(\d+)\.(\d+)$/.exec(range);
+  assert.ok(match, range);
+  return match.slice(1).map(Number);
+}
+
+describe('package.json', () => {
+  test('one typed property per server setting, with the same default, enum and bounds', () => {
+    for (const spec of SERVER_SETTINGS) {
+      const prop = properties[`lspInfer.${spec.key}`];
+      assert.ok(prop, `lspInfer.${spec.key} is contributed`);
+      assert.equal(prop.type, spec.type, spec.key);
+      assert.deepEqual(prop.default, spec.default, spec.key);
+      assert.deepEqual(prop.enum, spec.enum === undefined ? undefined : [...spec.enum], spec.key);
+      assert.equal(prop.minimum, spec.minimum, spec.key);
+      assert.equal(prop.maximum, spec.maximum, spec.key);
+      assert.ok(typeof (prop.markdownDescription ?? prop.description) === 'string', spec.key);
+    }
+  });
+
+  test('every contributed setting is either a server setting or the extension\'s own', () => {
+    const own = ['lspInfer.server.command', 'lspInfer.server.pythonPath', 'lspInfer.trace.server'];
+    const known = new Set([...SERVER_SETTINGS.map((s) => `lspInfer.${s.key}`), ...own]);
+    for (const key of Object.keys(properties)) {
+      assert.ok(known.has(key), key);
+    }
+    assert.deepEqual(properties['lspInfer.server.command'].default, [...DEFAULT_COMMAND]);
+    assert.deepEqual(properties['lspInfer.server.command'].type, ['array', 'string']);
+    assert.equal(properties['lspInfer.server.pythonPath'].default, '');
+    assert.ok(!Object.keys(properties).some((key) => /apikey/i.test(key)), 'no API key setting: SecretStorage only');
+  });
+
+  test('settings that run programs or send the API key are restricted in untrusted workspaces', () => {
+    const restricted: string[] = pkg.capabilities.untrustedWorkspaces.restrictedConfigurations;
+    for (const key of ['lspInfer.server.command', 'lspInfer.server.pythonPath', 'lspInfer.model.path', 'lspInfer.team.url']) {
+      assert.ok(restricted.includes(key), key);
+      assert.ok(key in properties, key);
+    }
+  });
+
+  test('contributed commands = registered commands', () => {
+    const contributed = pkg.contributes.commands.map((c: { command: string }) => c.command).sort();
+    assert.deepEqual(contributed, Object.values(COMMANDS).sort());
+    for (const c of pkg.contributes.commands) {
+      assert.equal(c.category, 'lsp-infer');
+    }
+    const titles = pkg.contributes.commands.map((c: { category: string; title: string }) => `${c.category}: ${c.title}`);
+    assert.ok(titles.includes('lsp-infer: Set Team API Key'));
+  });
+
+  test('engines.vscode is at least what vscode-languageclient and @types/vscode need', () => {
+    const client = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', 'vscode-languageclient', 'package.json'), 'utf8'));
+    const types = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', '@types', 'vscode', 'package.json'), 'utf8'));
+    const ours = caret(pkg.engines.vscode);
+    const cmp = (a: number[], b: number[]) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2];
+    assert.ok(cmp(ours, caret(client.engines.vscode)) >= 0, `${pkg.engines.vscode} vs client ${client.engines.vscode}`);
+    assert.ok(cmp(ours, caret(types.version)) >= 0, `${pkg.engines.vscode} vs @types/vscode ${types.version}`);
+  });
+
+  test('bundled entry point and packaging', () => {
+    assert.equal(pkg.main, './dist/extension.js');
+    assert.ok(pkg.activationEvents.includes('onStartupFinished'));
+    assert.match(pkg.scripts.package, /--no-dependencies/);
+    const ignore = fs.readFileSync(path.join(ROOT, '.vscodeignore'), 'utf8');
+    for (const pattern of ['node_modules/**', 'src/**', 'test/**', 'out/**']) {
+      assert.ok(ignore.split(/\r?\n/).includes(pattern), pattern);
+    }
+  });
+});
