@@ -104,14 +104,20 @@ def score(suggestion: str, expected: str) -> tuple[bool, float]:
     return first == expected, difflib.SequenceMatcher(None, first, expected).ratio()
 
 
-def run_config(order: str, holes: list[Hole], context_tokens: int) -> dict[str, float]:
+def run_config(config: str, holes: list[Hole], context_tokens: int) -> dict[str, float]:
+    """``config`` is ORDER or ORDER:SUFFIX_TOKENS, e.g. "psm:32"."""
+    order, _, suffix = config.partition(":")
     lane = ModelLane()
     backend = LlamaCppBackend(lane)
     lane.run_blocking(backend.load_blocking, ModelSettings(fim_order=order), None)
     assert backend.state == "ready", backend.error
     engine = CompletionEngine(backend)
     settings = CompletionSettings(
-        max_tokens=48, max_lines=1, context_tokens=context_tokens, timeout_ms=20000
+        max_tokens=48,
+        max_lines=1,
+        context_tokens=context_tokens,
+        timeout_ms=20000,
+        suffix_tokens=int(suffix) if suffix else CompletionSettings().suffix_tokens,
     )
     exact, similarity, seconds = [], [], []
 
@@ -141,7 +147,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--holes", type=int, default=40)
-    parser.add_argument("--configs", default="psm,spm", help="prompt orders to compare")
+    parser.add_argument(
+        "--configs", default="psm,spm", help="ORDER[:SUFFIX_TOKENS],... (orders: psm, spm, spmv)"
+    )
     parser.add_argument("--context-tokens", type=int, default=512)
     args = parser.parse_args()
     holes = cut_holes(args.holes)

@@ -42,7 +42,7 @@ class ModelSettings:
     fim_template: str = _choice("auto", FIM_TEMPLATES)
     # Prompt order: "spm" (suffix first) lets a keystroke reuse the KV cache of all but the
     # last few tokens; "auto" uses each template's measured default (see BENCHMARKS.md).
-    fim_order: str = _choice("auto", ("auto", "psm", "spm"))
+    fim_order: str = _choice("auto", ("auto", "psm", "spm", "spmv"))
 
 
 @dataclass(kw_only=True)
@@ -53,6 +53,9 @@ class CompletionSettings:
     # Prompt budget for the text around the cursor (prefix + suffix), in tokens.
     # 512 tokens is ~40 lines; on 2 cores a cold 512-token prompt takes ~6 s.
     context_tokens: int = _bounded(512, 64, 32768)
+    # At most this much of the budget goes to the code after the cursor. With a
+    # prefix-first prompt it is evaluated again on every keystroke (see BENCHMARKS.md).
+    suffix_tokens: int = _bounded(128, 0, 16384)
     # Past this, decoding stops and the completed lines so far are returned.
     timeout_ms: int = _bounded(4000, 100, 120000)
     # After a suggestion is shown, generate what would follow its acceptance while idle.
@@ -60,9 +63,43 @@ class CompletionSettings:
 
 
 @dataclass(kw_only=True)
+class TeamSettings:
+    """The shared OpenAI-compatible server (vLLM) for whole-file refactors."""
+
+    # Base URL of the OpenAI-compatible API, e.g. "http://gpu-box:8000/v1". None: no team tier.
+    url: str | None = None
+    # Bearer token. Never logged, never echoed in messages (repr=False keeps it out of reprs).
+    api_key: str | None = field(default=None, repr=False, metadata={"secret": True})
+    # Served model name; None: the first model the server lists at /v1/models.
+    model: str | None = None
+    # "chat": /v1/chat/completions (the server applies the model's chat template);
+    # "completions": /v1/completions with a plain prompt (a batch goes as one list of prompts).
+    api: str = _choice("chat", ("chat", "completions"))
+    timeout_ms: int = _bounded(300_000, 1000, 3_600_000)
+    connect_timeout_ms: int = _bounded(5000, 100, 60_000)
+    max_tokens: int = _bounded(8192, 16, 131_072)
+    max_concurrency: int = _bounded(4, 1, 64)
+    # Refactor jobs arriving within this window go out together.
+    batch_window_ms: int = _bounded(100, 0, 10_000)
+    retries: int = _bounded(2, 0, 10)
+    # Send vLLM's `priority` field (needs `vllm serve --scheduling-policy priority`).
+    priority: bool = False
+    verify_tls: bool = True
+    # Explicitly invoked completions (not automatic ones) may use the team model, with the
+    # local model as the fallback on timeout or error.
+    completions: bool = False
+    completion_timeout_ms: int = _bounded(3000, 100, 60_000)
+    fim_template: str = _choice("qwen", FIM_TEMPLATES[1:])
+
+
+@dataclass(kw_only=True)
 class Settings:
     model: ModelSettings = field(default_factory=ModelSettings)
     completion: CompletionSettings = field(default_factory=CompletionSettings)
+    team: TeamSettings = field(default_factory=TeamSettings)
+    # Extra exclusion patterns (gitignore syntax) on top of the secret-file defaults and
+    # .lspinferignore: matching files never enter a prompt or reach the team server.
+    exclude: list[str] = field(default_factory=list)
     log_level: str = _choice("info", LOG_LEVELS)
 
 
@@ -74,6 +111,9 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "LSP_INFER_THREADS": ("model", "n_threads"),
     "LSP_INFER_FIM_TEMPLATE": ("model", "fim_template"),
     "LSP_INFER_MAX_TOKENS": ("completion", "max_tokens"),
+    "LSP_INFER_TEAM_URL": ("team", "url"),
+    "LSP_INFER_TEAM_API_KEY": ("team", "api_key"),
+    "LSP_INFER_TEAM_MODEL": ("team", "model"),
     "LSP_INFER_LOG_LEVEL": ("log_level",),
 }
 
@@ -157,7 +197,10 @@ def _structure(cls: type[T], raw: Any, path: str, problems: list[str]) -> T:
             converted = _converter.structure(value, field_type)
             _check_field(f, converted)
         except Exception as exc:
-            problems.append(f"{where}: {_describe(exc)}; using the default")
+            if f.metadata.get("secret"):  # never echo a secret, not even a malformed one
+                problems.append(f"{where}: not a valid value (not shown); using the default")
+            else:
+                problems.append(f"{where}: {_describe(exc)}; using the default")
             continue
         values[f.name] = converted
     return cls(**values)
@@ -174,7 +217,7 @@ def _resolved_field_types() -> dict[tuple[type, str], Any]:
     import typing
 
     table: dict[tuple[type, str], Any] = {}
-    for cls in (ModelSettings, CompletionSettings, Settings):
+    for cls in (ModelSettings, CompletionSettings, TeamSettings, Settings):
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             table[(cls, f.name)] = hints[f.name]
@@ -234,11 +277,16 @@ def load_settings(raw: Any, env: Mapping[str, str] | None = None) -> tuple[Setti
 
 
 def to_wire(settings: Settings) -> dict[str, Any]:
-    """Settings as the camelCase JSON a client would send (for docs, doctor and tests)."""
+    """Settings as camelCase JSON, secrets replaced by "(hidden)" (for doctor and logs)."""
 
     def convert(obj: Any) -> Any:
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            return {camel(f.name): convert(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+            return {
+                camel(f.name): "(hidden)"
+                if f.metadata.get("secret") and getattr(obj, f.name)
+                else convert(getattr(obj, f.name))
+                for f in dataclasses.fields(obj)
+            }
         return obj
 
     result: dict[str, Any] = convert(settings)

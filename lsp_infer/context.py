@@ -38,7 +38,7 @@ def cursor_line(text: str, offset: int, following_chars: int = 2000) -> CursorLi
     return CursorLine(before=before, after=after, following=following.replace("\r", ""))
 
 
-def _split_lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
     """Lines with their "\n" kept (not str.splitlines, which also splits on form feeds)."""
     parts = text.split("\n")
     lines = [part + "\n" for part in parts[:-1]]
@@ -51,12 +51,12 @@ def fit_window(
     budget_tokens: int,
     count_tokens: Callable[[str], int],
     *,
-    suffix_share: float = 0.25,
+    suffix_tokens: int | None = None,
 ) -> Window:
     """The largest window of whole lines around ``offset`` that fits the budget.
 
-    The suffix gets up to ``suffix_share`` of the budget; what it does not use goes
-    to the prefix. Lines are taken outward from the cursor, so the nearest code is
+    The suffix gets up to ``suffix_tokens`` (default: a quarter of the budget); what it does
+    not use goes to the prefix. Lines are taken outward from the cursor, so the nearest code is
     always kept. The cursor line's own text is always included, cut from its far
     side if it alone is over budget.
     """
@@ -66,14 +66,16 @@ def fit_window(
     # half by the pre-cut is dropped (unless it is the cursor line).
     prefix_start = max(0, offset - max_chars)
     suffix_end = min(len(text), offset + max_chars)
-    prefix_lines = _split_lines(text[prefix_start:offset])
+    prefix_lines = split_lines(text[prefix_start:offset])
     if prefix_start > 0 and text[prefix_start - 1] != "\n" and len(prefix_lines) > 1:
         prefix_lines = prefix_lines[1:]
-    suffix_lines = _split_lines(text[offset:suffix_end])
+    suffix_lines = split_lines(text[offset:suffix_end])
     if suffix_end < len(text) and len(suffix_lines) > 1 and not suffix_lines[-1].endswith("\n"):
         suffix_lines = suffix_lines[:-1]
 
-    suffix_budget = max(1, int(budget_tokens * suffix_share))
+    suffix_budget = min(
+        budget_tokens // 2, budget_tokens // 4 if suffix_tokens is None else suffix_tokens
+    )
     suffix, suffix_used = _take_lines(suffix_lines, suffix_budget, count_tokens, forward=True)
 
     prefix, _ = _take_lines(prefix_lines, budget_tokens - suffix_used, count_tokens, forward=False)
@@ -84,7 +86,7 @@ def _take_lines(
     lines: list[str], budget: int, count_tokens: Callable[[str], int], *, forward: bool
 ) -> tuple[str, int]:
     """Whole lines from the cursor outward while they fit; returns (text, tokens used)."""
-    if not lines:
+    if not lines or budget <= 0:
         return "", 0
     ordered = lines if forward else lines[::-1]
     taken: list[str] = []

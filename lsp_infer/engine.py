@@ -51,6 +51,7 @@ class CompletionEngine:
             text=text,
             offset=offset,
             budget_tokens=settings.context_tokens,
+            suffix_tokens=settings.suffix_tokens,
             max_tokens=settings.max_tokens,
             decode_seconds=settings.timeout_ms / 1000,
             should_stop=lambda so_far: postprocess(so_far, line, max_lines).truncated,

@@ -21,7 +21,9 @@ class Special:
 
 
 Segment = str | Special
-Order = Literal["psm", "spm"]
+# psm: <PRE>prefix<SUF>suffix<MID>. spm: <SUF>suffix<PRE>prefix<MID>. spmv: the SPM variant of
+# "Efficient Training of Language Models to Fill in the Middle": <PRE><SUF>suffix<MID>prefix.
+Order = Literal["psm", "spm", "spmv"]
 Prompt = tuple[Segment, ...]
 
 
@@ -53,7 +55,13 @@ class FimTemplate:
         pre: Prompt = (Special(self.prefix), prefix)
         suf: Prompt = (Special(self.suffix), suffix)
         mid: Prompt = (Special(self.middle),) if self.middle else ()
-        parts = (*pre, *suf, *mid) if (order or self.order) == "psm" else (*suf, *pre, *mid)
+        order = order or self.order
+        if order == "psm":
+            parts = (*pre, *suf, *mid)
+        elif order == "spm" or not self.middle:
+            parts = (*suf, *pre, *mid)
+        else:  # spmv
+            parts = (Special(self.prefix), *suf, *mid, prefix)
         return tuple(p for p in parts if p != "")
 
 

@@ -22,6 +22,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from lsp_infer import __version__
 from lsp_infer.backends import BackendUnavailable
 from lsp_infer.backends.llama_cpp import LlamaCppBackend
+from lsp_infer.commands import REFACTOR_FILE, REFACTOR_FILES, TeamCommands, command_arguments
 from lsp_infer.completions import Completions
 from lsp_infer.config import ModelSettings, load_settings
 from lsp_infer.documents import DocumentNotOpen, DocumentStore
@@ -99,8 +100,10 @@ class LspInferProtocol(LanguageServerProtocol):
         except DocumentNotOpen:
             log.warning("didChange for a document that is not open: %s", doc.uri)
         else:
-            # Stops the document's generation unless this edit continues it.
+            # Stops the document's generation unless this edit continues it, and any
+            # refactor in flight for it (its result would be for an old version).
             self._server.completions.document_changed(doc.uri, snapshot.text)
+            self._server.team.document_changed(doc.uri)
         yield from self._user_handler(types.TEXT_DOCUMENT_DID_CHANGE, params)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -130,12 +133,15 @@ class LspInferServer(LanguageServer):
         self.lane = ModelLane()
         self.backend = LlamaCppBackend(self.lane)
         self.completions = Completions(CompletionEngine(self.backend), self.lane)
+        self.team = TeamCommands(self)
         self.settings, self._problems = load_settings(None, self.env)
         self._init_options: Any = None
         self._shown_problems: list[str] = []
         self._reported_model_error: str | None = None
         self._model_task: asyncio.Future[None] | None = None
         self._requested_model: ModelSettings | None = None
+        self._status: dict[str, str] = {}
+        self.initialized_event = asyncio.Event()
 
     @property
     def encoding(self) -> Any:
@@ -176,7 +182,8 @@ class LspInferServer(LanguageServer):
             log.warning("workspace/configuration failed (%s); using initializationOptions", exc)
             result = None
         pulled = result[0] if result else None
-        self.apply_settings(pulled if pulled else self._init_options)
+        # An empty object is a real answer (the user cleared every setting); null is not.
+        self.apply_settings(pulled if pulled is not None else self._init_options)
 
     # -- model ----------------------------------------------------------------------
 
@@ -189,6 +196,8 @@ class LspInferServer(LanguageServer):
     async def _watch_model_load(
         self, loading: asyncio.Future[None], progress: _LoadProgress
     ) -> None:
+        # No server-to-client requests before the client said `initialized` (LSP spec).
+        await self.initialized_event.wait()
         await progress.begin("lsp-infer", "Loading model…")
         await loading
         progress.end(self.backend.state)
@@ -201,9 +210,13 @@ class LspInferServer(LanguageServer):
                 "ready", f"{self.backend.loaded.name} ({self.backend.loaded.template.name})"
             )
 
-    def notify_status(self, state: str, message: str) -> None:
-        """``lspInfer/status``: lets clients show loading / ready / failed."""
-        self.protocol.notify(STATUS_METHOD, {"state": state, "message": message})
+    def notify_status(self, state: str | None = None, message: str = "") -> None:
+        """``lspInfer/status``: lets clients show loading / ready / failed. Without arguments,
+        repeats the last one (clients install their handlers only after `initialize`)."""
+        if state is not None:
+            self._status = {"state": state, "message": message}
+        if self._status and self.initialized_event.is_set():
+            self.protocol.notify(STATUS_METHOD, self._status)
 
     def report_model_error(self, error: str) -> None:
         """Tell the user once per distinct failure, not once per keystroke."""
@@ -258,6 +271,9 @@ class LspInferServer(LanguageServer):
         self.completions.shutdown()
         self.lane.shutdown()
 
+    async def close_team(self) -> None:
+        await self.team.refactorer.aclose()
+
 
 class _LoadProgress:
     """Work-done progress for a model load, fed from the lane thread."""
@@ -301,6 +317,10 @@ class _LoadProgress:
             )
 
 
+def _one(arguments: tuple[Any, ...]) -> Any:
+    return arguments[0] if len(arguments) == 1 else None
+
+
 def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
     server = LspInferServer(env)
 
@@ -313,6 +333,8 @@ def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: LspInferServer, params: types.InitializedParams) -> None:
+        ls.initialized_event.set()
+        ls.notify_status()
         await ls.pull_settings()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -343,8 +365,33 @@ def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
     def stats(ls: LspInferServer, params: Any) -> dict[str, Any]:
         return ls.completions.stats.as_json(queue_depth=ls.lane.pending)
 
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.RefactorRewrite]),
+    )
+    def code_action(ls: LspInferServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        only = params.context.only
+        if only and not any(str(kind).startswith("refactor") for kind in only):
+            return []
+        return ls.team.code_actions(params.text_document.uri)
+
+    @server.command(REFACTOR_FILE)
+    async def refactor_file(ls: LspInferServer, *arguments: Any) -> dict[str, Any]:
+        uris, instruction = command_arguments(_one(arguments), batch=False)
+        return await ls.team.refactor(uris, instruction)
+
+    @server.command(REFACTOR_FILES)
+    async def refactor_files(ls: LspInferServer, *arguments: Any) -> dict[str, Any]:
+        uris, instruction = command_arguments(_one(arguments), batch=True)
+        return await ls.team.refactor(uris, instruction)
+
+    @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def progress_cancel(ls: LspInferServer, params: types.WorkDoneProgressCancelParams) -> None:
+        ls.team.progress_cancelled(str(params.token))
+
     @server.feature(types.SHUTDOWN)
-    def shutdown(ls: LspInferServer, params: Any) -> None:
+    async def shutdown(ls: LspInferServer, params: Any) -> None:
         ls.stop()
+        await ls.close_team()
 
     return server

@@ -39,6 +39,7 @@ class CompletionJob:
     text: str  # the whole document snapshot
     offset: int  # cursor, as an index into text
     budget_tokens: int  # prompt budget for the text around the cursor
+    suffix_tokens: int  # the most of it that goes to the text after the cursor
     max_tokens: int
     # Decoding stops once this much time (seconds) has passed after the prompt was
     # evaluated; the lines completed by then are kept.

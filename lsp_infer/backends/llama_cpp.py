@@ -63,10 +63,9 @@ def _common_prefix(a: Any, b: list[int]) -> int:
 
 
 def _order(setting: str, template: FimTemplate) -> Order:
-    if setting == "psm":
-        return "psm"
-    if setting == "spm":
-        return "spm"
+    for order in ("psm", "spm", "spmv"):
+        if setting == order:
+            return order
     return template.order
 
 
@@ -252,7 +251,9 @@ class LlamaCppBackend:
             raise BackendUnavailable(self.error or f"the model is {self.state}")
         template = self.loaded.template
         budget = min(job.budget_tokens, self.loaded.n_ctx - job.max_tokens - _CONTEXT_MARGIN)
-        window = fit_window(job.text, job.offset, budget, self.count_tokens)
+        window = fit_window(
+            job.text, job.offset, budget, self.count_tokens, suffix_tokens=job.suffix_tokens
+        )
         prompt = template.build(window.prefix, window.suffix, self.loaded.order)
         tokens = self.tokenize_prompt(prompt, template.add_bos)
         return self._generate(tokens, job, cancel)

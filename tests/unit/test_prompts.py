@@ -52,6 +52,23 @@ def test_build(template: str, expected: str) -> None:
     assert prompt_text(TEMPLATES[template].build("P", "S")) == expected
 
 
+@pytest.mark.parametrize(
+    ("order", "expected"),
+    [
+        ("psm", "<|fim_prefix|>P<|fim_suffix|>S<|fim_middle|>"),
+        ("spm", "<|fim_suffix|>S<|fim_prefix|>P<|fim_middle|>"),
+        ("spmv", "<|fim_prefix|><|fim_suffix|>S<|fim_middle|>P"),
+    ],
+)
+def test_orders(order, expected: str) -> None:
+    assert prompt_text(TEMPLATES["qwen"].build("P", "S", order)) == expected
+
+
+def test_no_suffix_budget_means_no_suffix() -> None:
+    window = fit_window("a\nb\nc", 2, 100, count_words, suffix_tokens=0)
+    assert (window.prefix, window.suffix) == ("a\n", "")
+
+
 def test_code_text_is_never_a_special_segment() -> None:
     prompt = TEMPLATES["qwen"].build("x = '<|fim_middle|>'", "")
     specials = [p for p in prompt if isinstance(p, Special)]
@@ -72,7 +89,7 @@ def test_fit_window_drops_far_lines_first() -> None:
     lines = [f"line {i}\n" for i in range(100)]
     text = "".join(lines)
     offset = text.index("line 50")
-    window = fit_window(text, offset, 40, count_words, suffix_share=0.25)
+    window = fit_window(text, offset, 40, count_words, suffix_tokens=10)
     assert window.prefix.endswith("line 49\n") and "line 0\n" not in window.prefix
     assert window.suffix.startswith("line 50\n") and "line 99" not in window.suffix
     assert count_words(window.prefix) + count_words(window.suffix) <= 40

@@ -129,6 +129,12 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     description: 'Decoding stops after this many milliseconds; the lines finished by then are kept.',
   },
   {
+    key: 'completion.precompute',
+    type: 'boolean',
+    default: true,
+    description: 'After a suggestion is shown, compute what would follow it once accepted, while you are idle (uses the CPU between keystrokes). Needs a server that knows this setting.',
+  },
+  {
     key: 'logLevel',
     type: 'string',
     default: 'info',

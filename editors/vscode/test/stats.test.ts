@@ -32,6 +32,25 @@ describe('stats formatting', () => {
     ]);
   });
 
+  test('the server\'s shape: counters, and summaries whose values may be null', () => {
+    const rows = flattenStats({
+      requests: 3,
+      cacheHits: 0,
+      latencyMs: { p50: 182.0, p95: 1234.5678, p99: null, max: 2000.25, count: 12.0 },
+      queueDepth: 0,
+    });
+    assert.deepEqual(rows, [
+      { key: 'requests', value: '3' },
+      { key: 'cacheHits', value: '0' },
+      { key: 'latencyMs.p50', value: '182' },
+      { key: 'latencyMs.p95', value: '1235' },
+      { key: 'latencyMs.p99', value: '–' },
+      { key: 'latencyMs.max', value: '2000' },
+      { key: 'latencyMs.count', value: '12' },
+      { key: 'queueDepth', value: '0' },
+    ]);
+  });
+
   test('output lines: heading, then aligned rows', () => {
     const lines = formatStats({ requests: 3, latencyMs: { p50: 12.25 } }, new Date('2025-01-02T03:04:05Z'));
     assert.deepEqual(lines, ['lsp-infer stats (2025-01-02T03:04:05.000Z)', '  requests       3', '  latencyMs.p50  12.3']);

@@ -1,0 +1,121 @@
+"""Which files may leave the machine or enter a prompt, and which URIs may be read at all.
+
+Rules, in order:
+* only ``file:`` URIs inside a workspace folder are eligible (anything else is refused);
+* a file matching the exclusion patterns is never read, sent or put in a prompt. The patterns
+  are the secret-file defaults below, a ``.lspinferignore`` file (gitignore syntax) at the
+  root of each workspace folder, and the ``exclude`` setting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pathspec
+
+IGNORE_FILE = ".lspinferignore"
+
+# Secrets that must never reach a model (gitignore syntax, matched anywhere in the tree).
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "*.env",
+    ".envrc",
+    "*.pem",
+    "*.key",
+    "*.crt",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "*.kdbx",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "secrets.*",
+    "secret.*",
+    "credentials*",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    "*.tfstate",
+    "*.tfstate.*",
+    "*.tfvars",
+    ".ssh/",
+    ".aws/",
+    ".gnupg/",
+    ".docker/config.json",
+    ".kube/config",
+)
+
+
+class NotAllowed(Exception):
+    """A URI that may not be read or sent; the message says why (without file contents)."""
+
+
+def path_of(uri: str) -> Path:
+    """The local path of a ``file:`` URI, or NotAllowed."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        scheme = parsed.scheme or "a bare path"
+        raise NotAllowed(f"only file: URIs are supported, not {scheme}: {uri}")
+    if parsed.netloc not in ("", "localhost"):
+        raise NotAllowed(f"remote file URIs are not supported: {uri}")
+    return Path(unquote(parsed.path))
+
+
+@dataclass(frozen=True)
+class Policy:
+    roots: tuple[Path, ...]  # workspace folders, resolved
+    extra_patterns: tuple[str, ...] = ()
+
+    @classmethod
+    def for_workspace(cls, root_uris: Sequence[str], extra_patterns: Sequence[str] = ()) -> Policy:
+        roots = []
+        for uri in root_uris:
+            try:
+                roots.append(Path(os.path.realpath(path_of(uri))))
+            except NotAllowed:
+                continue
+        return cls(tuple(roots), tuple(extra_patterns))
+
+    def _root_of(self, path: Path) -> Path | None:
+        for root in self.roots:
+            if path == root or root in path.parents:
+                return root
+        return None
+
+    def _spec(self, root: Path) -> pathspec.GitIgnoreSpec:
+        lines = [*DEFAULT_EXCLUDES, *self.extra_patterns]
+        ignore_file = root / IGNORE_FILE
+        with contextlib.suppress(OSError):  # no ignore file: the defaults and settings only
+            lines += ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def check(self, uri: str) -> Path:
+        """The file's resolved path if it may be read and sent; NotAllowed otherwise."""
+        path = Path(os.path.realpath(path_of(uri)))
+        root = self._root_of(path)
+        if root is None:
+            raise NotAllowed(f"{uri} is outside the workspace folders")
+        relative = path.relative_to(root).as_posix()
+        if self._spec(root).match_file(relative):
+            raise NotAllowed(
+                f"{relative} matches the exclusion rules (secrets, {IGNORE_FILE}, or the "
+                "exclude setting)"
+            )
+        return path
+
+    def allowed(self, uri: str) -> bool:
+        try:
+            self.check(uri)
+        except NotAllowed:
+            return False
+        return True
