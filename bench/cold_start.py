@@ -20,6 +20,10 @@ import sys
 import time
 from pathlib import Path
 
+# The same thread-wait policy as `lsp-infer serve` (cli.prefer_passive_threads), set before
+# llama.cpp loads, so the raw figures and the server's are comparable.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 

@@ -39,6 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The same thread-wait policy as `lsp-infer serve` (cli.prefer_passive_threads), set before
+# llama.cpp loads, so the raw figures and the server's are comparable.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import httpx
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient

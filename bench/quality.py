@@ -14,12 +14,17 @@ import argparse
 import asyncio
 import difflib
 import json
+import os
 import random
 import statistics
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+# The same thread-wait policy as `lsp-infer serve` (cli.prefer_passive_threads), set before
+# llama.cpp loads, so the raw figures and the server's are comparable.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from lsp_infer.backends.llama_cpp import LlamaCppBackend
 from lsp_infer.config import CompletionSettings, ModelSettings

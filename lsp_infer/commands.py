@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from lsp_infer.backends.openai_http import TeamCompletionBackend, TeamError
+from lsp_infer.engine import CompletionEngine
 from lsp_infer.positions import position_at
 from lsp_infer.privacy import NotAllowed, Policy
 from lsp_infer.refactor import (
@@ -28,6 +31,7 @@ from lsp_infer.refactor import (
     RefactorJob,
     line_edits,
 )
+from lsp_infer.scheduling import CancelToken
 
 if TYPE_CHECKING:
     from lsp_infer.server import LspInferServer
@@ -55,6 +59,7 @@ class TeamCommands:
         self._pending: list[_Pending] = []
         self._flush_task: asyncio.Task[None] | None = None
         self._progress_cancel: dict[str, asyncio.Event] = {}
+        self._team_unhealthy_until = 0.0
 
     # -- entry points -------------------------------------------------------------------
 
@@ -106,6 +111,27 @@ class TeamCommands:
 
     def document_changed(self, uri: str) -> None:
         self.refactorer.document_changed(uri)
+
+    async def complete(self, uri: str, text: str, offset: int) -> str | None:
+        """An explicitly invoked completion from the team model (team.completions), or None
+        to fall back to the local model: not configured, excluded file, recently failing,
+        too slow (team.completionTimeoutMs) or an error."""
+        team = self.server.settings.team
+        if not (team.completions and team.url) or time.monotonic() < self._team_unhealthy_until:
+            return None
+        if not self._policy().allowed(uri):
+            return None  # excluded or outside the workspace: never sent
+        backend = TeamCompletionBackend(self.refactorer.client(team), team.fim_template)
+        job = CompletionEngine(backend).complete(
+            text, offset, self.server.settings.completion, CancelToken()
+        )
+        try:
+            suggestion = await asyncio.wait_for(job, timeout=team.completion_timeout_ms / 1000)
+        except (TeamError, asyncio.TimeoutError) as exc:
+            log.info("team completion unavailable, using the local model: %s", exc or "timeout")
+            self._team_unhealthy_until = time.monotonic() + 60
+            return None
+        return suggestion.text or None
 
     def progress_cancelled(self, token: str) -> None:
         event = self._progress_cancel.get(token)

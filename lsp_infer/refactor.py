@@ -176,6 +176,12 @@ def apply_line_edits(old: str, edits: list[LineEdit]) -> str:
     return "".join(lines)
 
 
+def answer_budget(job: RefactorJob, settings: TeamSettings) -> int:
+    """max_tokens for a rewrite: room for the file to grow by half (≈3 characters a token),
+    within team.maxTokens — asking for more than the server's context allows is an error."""
+    return min(settings.max_tokens, len(job.text) // 2 + 256)
+
+
 # -- running jobs --------------------------------------------------------------------------
 
 Progress = Callable[[int, int, str], None]  # (done, total, message)
@@ -282,13 +288,14 @@ class Refactorer:
     ) -> Outcome:
         async with semaphore:
             started = time.monotonic()
+            max_tokens = answer_budget(job, settings)
             try:
                 if settings.api == "chat":
-                    answer = await client.chat(chat_messages(job), settings.max_tokens, priority=10)
+                    answer = await client.chat(chat_messages(job), max_tokens, priority=10)
                     new_text = validate(job, answer)
                 else:
                     prompt = completion_prompt(job)
-                    answer = await client.complete(prompt, settings.max_tokens, priority=10)
+                    answer = await client.complete(prompt, max_tokens, priority=10)
                     new_text = validate(job, answer, opened=True)
             except (TeamError, InvalidResult) as exc:
                 return Outcome(job.uri, "failed", f"{job.path}: {exc}")
@@ -303,9 +310,8 @@ class Refactorer:
         for start in range(0, len(unique), LIST_CHUNK):
             chunk = unique[start : start + LIST_CHUNK]
             prompts = [completion_prompt(job) for job in chunk]
-            shared = asyncio.ensure_future(
-                client.complete_many(prompts, settings.max_tokens, priority=10)
-            )
+            budget = max(answer_budget(job, settings) for job in chunk)
+            shared = asyncio.ensure_future(client.complete_many(prompts, budget, priority=10))
             shared.add_done_callback(_retrieve)
             for job in chunk:
                 requests[job.key] = shared

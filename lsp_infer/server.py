@@ -226,8 +226,11 @@ class LspInferServer(LanguageServer):
 
     # -- completion -----------------------------------------------------------------
 
-    async def suggest(self, uri: str, at: types.Position) -> tuple[str, types.Position]:
-        """The suggestion at a position, and the position it applies to (clamped to the line)."""
+    async def suggest(
+        self, uri: str, at: types.Position, explicit: bool = False
+    ) -> tuple[str, types.Position]:
+        """The suggestion at a position, and the position it applies to (clamped to the line).
+        ``explicit``: the user asked for it (not typing), so the team model may answer."""
         try:
             snapshot = self.documents.get(uri)
             offset = snapshot.offset_at(at.line, at.character, self.encoding)
@@ -236,6 +239,9 @@ class LspInferServer(LanguageServer):
         where = position(*position_at(snapshot.text, offset, self.encoding, starts=snapshot.starts))
         if not self.settings.completion.enabled:
             return "", where
+
+        if explicit and (team_text := await self.team.complete(uri, snapshot.text, offset)):
+            return team_text, where
 
         def is_current() -> bool:
             current = self.documents.find(uri)
@@ -351,14 +357,19 @@ def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
     async def inline_completion(
         ls: LspInferServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
-        text, where = await ls.suggest(params.text_document.uri, params.position)
+        explicit = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+        text, where = await ls.suggest(params.text_document.uri, params.position, explicit)
         return inline_completion_list(text, where)
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())
     async def completion(
         ls: LspInferServer, params: types.CompletionParams
     ) -> types.CompletionList:
-        text, where = await ls.suggest(params.text_document.uri, params.position)
+        context = params.context
+        explicit = (
+            context is not None and context.trigger_kind == types.CompletionTriggerKind.Invoked
+        )
+        text, where = await ls.suggest(params.text_document.uri, params.position, explicit)
         return completion_list(text, where)
 
     @server.feature(STATS_METHOD)

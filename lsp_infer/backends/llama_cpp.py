@@ -23,7 +23,15 @@ from lsp_infer.backends import BackendUnavailable, CompletionJob, Generation, St
 from lsp_infer.config import ModelSettings
 from lsp_infer.context import fit_window
 from lsp_infer.models import ModelError, Progress, ResolvedModel, resolve_model
-from lsp_infer.prompts import TEMPLATES, FimTemplate, Order, Prompt, Special, detect_template
+from lsp_infer.prompts import (
+    TEMPLATES,
+    FimTemplate,
+    Order,
+    PrefixText,
+    Prompt,
+    Special,
+    detect_template,
+)
 from lsp_infer.scheduling import Cancelled, CancelToken, ModelLane
 
 log = logging.getLogger(__name__)
@@ -69,6 +77,19 @@ def _order(setting: str, template: FimTemplate) -> Order:
     return template.order
 
 
+def align_to_typed_space(raw: str, typed: str) -> str:
+    """The output without the whitespace the user already typed (left out of the prompt).
+
+    The model's leading whitespace covers what was typed: drop that much. Less (or other)
+    whitespace than was typed: keep the user's, drop the model's."""
+    if not typed:
+        return raw
+    lead = len(raw) - len(raw.lstrip(" \t"))
+    if raw[:lead].startswith(typed):
+        return raw[len(typed) :]
+    return raw[lead:]
+
+
 class LlamaCppBackend:
     """Completions from a GGUF model in this process."""
 
@@ -87,6 +108,8 @@ class LlamaCppBackend:
         # The request whose work is on the lane now; read by llama.cpp's abort callback.
         self._active: CancelToken | None = None
         self._abort_callback: Any = None  # keep a reference: llama.cpp holds a raw pointer
+        self._pieces: list[bytes] | None = None  # each token's text, for token healing
+        self._candidates: dict[bytes, np.ndarray[Any, np.dtype[np.int64]]] = {}
 
     # -- loading (on the lane) ------------------------------------------------------
 
@@ -210,6 +233,8 @@ class LlamaCppBackend:
         self._llm = None
         self.loaded = None
         self._special_ids = {}
+        self._pieces = None
+        self._candidates = {}
 
     def close(self) -> None:
         self.lane.run_blocking(self._close)
@@ -227,7 +252,19 @@ class LlamaCppBackend:
         return list(self._llm.tokenize(data, add_bos=False, special=False))
 
     def tokenize_prompt(self, prompt: Prompt, add_bos: bool) -> list[int]:
+        tokens, _ = self.tokenize_healed(prompt, add_bos, heal=False)
+        return tokens
+
+    def tokenize_healed(self, prompt: Prompt, add_bos: bool, heal: bool) -> tuple[list[int], bytes]:
+        """Prompt tokens, and the text of the prefix's last token when ``heal`` backs it up.
+
+        Token healing: text before the cursor often ends mid-token ("imp", or "return " with
+        its trailing space as a token of its own). Left in, the model must continue from an
+        unusual token boundary (and writes " a" after "return ", doubling the space). Backed
+        up, the first generated tokens are constrained to start with that text instead.
+        """
         tokens: list[int] = []
+        healed = b""
         if add_bos:
             tokens.append(int(self._llm.token_bos()))
         for segment in prompt:
@@ -236,9 +273,33 @@ class LlamaCppBackend:
                 if token is None:
                     raise ModelError(f"the model has no {segment.text} token")
                 tokens.append(token)
-            else:
-                tokens.extend(self._tokenize_text(segment))
-        return tokens
+                continue
+            ids = self._tokenize_text(segment)
+            if heal and isinstance(segment, PrefixText) and ids:
+                piece = self._piece(ids[-1])
+                if piece:
+                    healed = piece
+                    ids.pop()
+            tokens.extend(ids)
+        return tokens, healed
+
+    def _piece(self, token: int) -> bytes:
+        return bytes(self._llm.detokenize([token]))
+
+    def _healing_candidates(self, healed: bytes) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """Token ids whose text starts with ``healed`` or is a start of it."""
+        if healed not in self._candidates:
+            if self._pieces is None:
+                self._pieces = [self._piece(i) for i in range(self._llm.n_vocab())]
+            ids = [
+                i
+                for i, piece in enumerate(self._pieces)
+                if piece and (piece.startswith(healed) or healed.startswith(piece))
+            ]
+            if len(self._candidates) > 256:
+                self._candidates.clear()
+            self._candidates[healed] = np.array(ids, dtype=np.int64)
+        return self._candidates[healed]
 
     # -- completion (on the lane) ---------------------------------------------------
 
@@ -254,11 +315,24 @@ class LlamaCppBackend:
         window = fit_window(
             job.text, job.offset, budget, self.count_tokens, suffix_tokens=job.suffix_tokens
         )
-        prompt = template.build(window.prefix, window.suffix, self.loaded.order)
-        tokens = self.tokenize_prompt(prompt, template.add_bos)
-        return self._generate(tokens, job, cancel)
+        # Whitespace typed at the end of the prefix ("return ", or an indentation) is left out
+        # of the prompt: the model tokenizes it together with the next word (" a",
+        # "   " + ' """') and would write it again. The output is re-aligned to it instead.
+        # Any other last token is backed up and healed (see tokenize_healed).
+        prefix = window.prefix.rstrip(" \t")
+        typed_space = window.prefix[len(prefix) :]
+        prompt = template.build(prefix, window.suffix, self.loaded.order)
+        tokens, healed = self.tokenize_healed(prompt, template.add_bos, heal=not typed_space)
+        return self._generate(tokens, job, cancel, healed, typed_space)
 
-    def _generate(self, tokens: list[int], job: CompletionJob, cancel: CancelToken) -> Generation:
+    def _generate(
+        self,
+        tokens: list[int],
+        job: CompletionJob,
+        cancel: CancelToken,
+        healed: bytes = b"",
+        typed_space: str = "",
+    ) -> Generation:
         llm, progress = self._llm, job.progress
         progress.started_at = started = time.monotonic()
         reused = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
@@ -272,7 +346,9 @@ class LlamaCppBackend:
             self._eval(tokens[reused:], cancel)
             progress.prompt_tokens_evaluated = len(tokens) - reused
             prompt_done = time.monotonic()
-            text, generated, reason = self._decode(job, max_tokens, cancel, prompt_done)
+            text, generated, reason = self._decode(
+                job, max_tokens, cancel, prompt_done, healed, typed_space
+            )
         except Cancelled:
             progress.stopped_at = time.monotonic()
             if not progress.prompt_tokens_evaluated:  # stopped inside prompt evaluation
@@ -301,13 +377,19 @@ class LlamaCppBackend:
             raise
 
     def _decode(
-        self, job: CompletionJob, max_tokens: int, cancel: CancelToken, start: float
+        self,
+        job: CompletionJob,
+        max_tokens: int,
+        cancel: CancelToken,
+        start: float,
+        healed: bytes,
+        typed_space: str,
     ) -> tuple[str, int, StopReason]:
         import llama_cpp
 
         llm, vocab = self._llm, self._vocab
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        text = ""
+        raw = text = ""
         deadline = start + job.decode_seconds
         for generated in range(max_tokens):
             cancel.raise_if_cancelled()
@@ -316,14 +398,23 @@ class LlamaCppBackend:
             logits = np.ctypeslib.as_array(
                 llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)
             )
-            token = int(np.argmax(logits))
+            if healed:  # still inside the backed-up token: only tokens that match it
+                candidates = self._healing_candidates(healed)
+                token = int(candidates[np.argmax(logits[candidates])])
+            else:
+                token = int(np.argmax(logits))
             if (
                 token in self._stop_ids
                 or llama_cpp.llama_vocab_is_eog(vocab, token)
                 or llama_cpp.llama_vocab_is_control(vocab, token)
             ):
                 return text, generated, "end"
-            text += decoder.decode(llm.detokenize([token]))
+            piece = self._piece(token)
+            if healed:  # the part the user already typed is not part of the suggestion
+                consumed = min(len(healed), len(piece))
+                piece, healed = piece[consumed:], healed[consumed:]
+            raw += decoder.decode(piece)
+            text = align_to_typed_space(raw, typed_space)
             job.progress.text, job.progress.generated_tokens = text, generated + 1
             if job.should_stop(text):
                 return text, generated + 1, "stopped"

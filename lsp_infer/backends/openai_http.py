@@ -23,7 +23,11 @@ from typing import Any, Literal
 
 import httpx
 
+from lsp_infer.backends import CompletionJob, Generation
 from lsp_infer.config import TeamSettings
+from lsp_infer.context import fit_window
+from lsp_infer.prompts import TEMPLATES, prompt_text
+from lsp_infer.scheduling import CancelToken
 
 log = logging.getLogger(__name__)
 
@@ -393,3 +397,35 @@ class TeamClient:
         except httpx.HTTPError:
             pass
         return Health(True, detail, tuple(models), running, waiting)
+
+
+class TeamCompletionBackend:
+    """Fill-in-the-middle completions from the team server (for explicitly invoked
+    completions when ``team.completions`` is on). The prompt is cut by characters — there is
+    no tokenizer here — and the team model's FIM markers go in as text: vLLM's tokenizer
+    turns them into the special tokens."""
+
+    name = "team"
+
+    def __init__(self, client: TeamClient, template_name: str) -> None:
+        self.client = client
+        self.template = TEMPLATES[template_name]
+
+    async def complete(self, job: CompletionJob, cancel: CancelToken) -> Generation:
+        window = fit_window(
+            job.text, job.offset, job.budget_tokens, lambda text: len(text) // 3 + 1,
+            suffix_tokens=job.suffix_tokens,
+        )  # fmt: skip
+        prompt = prompt_text(self.template.build(window.prefix, window.suffix, "psm"))
+        request = asyncio.ensure_future(
+            self.client.complete(
+                prompt, job.max_tokens, stop=list(self.template.stop) or None, priority=0
+            )
+        )
+        while not request.done():  # the cancel token is thread-side: poll it
+            await asyncio.wait([request], timeout=0.05)
+            if cancel.cancelled:
+                request.cancel()  # closes the HTTP request: vLLM aborts the generation
+                cancel.raise_if_cancelled()
+        answer = request.result()
+        return Generation(text=answer.text, stop_reason="end")
