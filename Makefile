@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test vscode bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,10 +25,14 @@ demo: $(VENV)/.model-installed
 	$(BIN)/lsp-infer model fetch
 	$(BIN)/lsp-infer complete examples/add.py:2:12
 
-test: $(VENV)/.test-installed
+test: $(VENV)/.test-installed vscode
 	$(BIN)/ruff check lsp_infer tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+# The VS Code extension: build, unit tests, .vsix (needs Node >= 20 and the npm registry).
+vscode:
+	cd editors/vscode && npm ci --no-audit --no-fund && npm run build && npm test && npm run package
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python bench/cold_start.py

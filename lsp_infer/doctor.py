@@ -96,6 +96,37 @@ def run_doctor(say: Say) -> int:
         bad(f"test completion looks wrong: {suggestion.text!r}", "try the embedded default model")
     lane.run_blocking(backend._close)
     lane.shutdown()
+
+    say("\nTeam server")
+    team = settings.team
+    if not team.url:
+        say("  note  not configured (set LSP_INFER_TEAM_URL or team.url for whole-file refactors)")
+    else:
+        from lsp_infer.backends.openai_http import TeamClient
+
+        async def check() -> None:
+            client = TeamClient(team)
+            try:
+                health = await client.health()
+            finally:
+                await client.aclose()
+            if not health.ok:
+                bad(
+                    f"{team.url}: {health.detail}",
+                    "start the team server or fix team.url / team.apiKey",
+                )
+                return
+            load = ""
+            if health.running is not None:
+                load = f"; {health.running:.0f} running, {health.waiting or 0:.0f} waiting"
+            ok(f"{team.url}: serving {', '.join(health.models)}{load}")
+            if team.model and team.model not in health.models:
+                bad(
+                    f"team.model {team.model!r} is not served there",
+                    f"use one of {', '.join(health.models)}",
+                )
+
+        asyncio.run(check())
     return _summary(say, problems)
 
 

@@ -141,6 +141,7 @@ class LspInferServer(LanguageServer):
         self._model_task: asyncio.Future[None] | None = None
         self._requested_model: ModelSettings | None = None
         self._status: dict[str, str] = {}
+        self._stats_task: asyncio.Future[None] | None = None
         self.initialized_event = asyncio.Event()
 
     @property
@@ -263,6 +264,20 @@ class LspInferServer(LanguageServer):
 
     # -- plumbing -------------------------------------------------------------------
 
+    def start_stats_log(self, every_seconds: float = 60.0) -> None:
+        """A stats line in the log every minute the server is being used."""
+
+        async def log_periodically() -> None:
+            last = -1
+            while True:
+                await asyncio.sleep(every_seconds)
+                stats = self.completions.stats
+                if stats.requests != last:
+                    last = stats.requests
+                    log.info("stats: %s", stats.log_line())
+
+        self._stats_task = asyncio.ensure_future(log_periodically())
+
     def show(self, message: str, kind: types.MessageType) -> None:
         log.log(
             logging.ERROR if kind == types.MessageType.Error else logging.WARNING, "%s", message
@@ -274,6 +289,8 @@ class LspInferServer(LanguageServer):
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
     def stop(self) -> None:
+        if self._stats_task is not None:
+            self._stats_task.cancel()
         self.completions.shutdown()
         self.lane.shutdown()
 
@@ -341,6 +358,7 @@ def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
     async def initialized(ls: LspInferServer, params: types.InitializedParams) -> None:
         ls.initialized_event.set()
         ls.notify_status()
+        ls.start_stats_log()
         await ls.pull_settings()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
