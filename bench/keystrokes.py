@@ -132,6 +132,13 @@ class Result:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
+def plain(value: Any) -> Any:
+    """pygls' client returns untyped results as namedtuples; make them dicts again."""
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    return value
+
+
 def position_of(text: str, offset: int) -> types.Position:
     line = text.count("\n", 0, offset)
     start = text.rfind("\n", 0, offset) + 1
@@ -188,6 +195,7 @@ async def run_server(
                 ),
                 msg_id=msg_id,
             )
+            future.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved
             request_for[ver] = future
             return msg_id, future
 
@@ -230,12 +238,14 @@ async def run_server(
                 if debounce is not None:
                     debounce.cancel()
                 debounce = asyncio.get_running_loop().call_later(
-                    0.2, lambda v=version, c=cursor: request(v, c)
+                    0.2, lambda v=version, c=cursor, send=request: send(v, c)
                 )
+        if debounce is not None:
+            debounce.cancel()
         client.text_document_did_close(
             types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
         )
-    result.stats = await client.protocol.send_request_async("lspInfer/stats", {})
+    result.stats = plain(await client.protocol.send_request_async("lspInfer/stats", {}))
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lsp_infer.backends import Generation
+from lsp_infer.backends.llama_cpp import align_to_typed_space
 from lsp_infer.context import cursor_line
 from lsp_infer.engine import finish
 from lsp_infer.postprocess import complete_lines, postprocess
@@ -109,3 +110,20 @@ def test_finish_keeps_whole_lines_when_cut_short(raw: str, reason, expected: str
     text = "def f():\n    return "
     line = cursor_line(text, len(text))
     assert finish(raw, Generation(text=raw, stop_reason=reason), line, 8) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "typed", "expected"),
+    [
+        (" a + b", " ", "a + b"),  # "return " + model's " a": the space is not doubled
+        ('    """doc', "    ", '"""doc'),  # the model indents like the user did
+        ('"""doc', "    ", '"""doc'),  # the model did not indent: keep the user's indentation
+        ('        more', "    ", "    more"),  # the model wants deeper: the extra stays
+        ("  ", "    ", ""),  # partial: nothing to show yet
+        ("\tx", "    ", "x"),  # tab vs spaces: keep what the user typed
+        ("x", "", "x"),
+        ("\n    y", " ", "\n    y"),  # the line ends here: nothing to drop
+    ],
+)
+def test_align_to_typed_space(raw: str, typed: str, expected: str) -> None:
+    assert align_to_typed_space(raw, typed) == expected

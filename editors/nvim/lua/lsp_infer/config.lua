@@ -1,0 +1,173 @@
+-- Options of require("lsp_infer").setup() and the client config built from them.
+local util = require("lsp_infer.util")
+
+local M = {}
+
+---@class lsp_infer.Keymaps
+---@field accept string|false       accept the whole suggestion
+---@field accept_word string|false  accept its first word
+---@field accept_line string|false  accept its first line
+---@field dismiss string|false      hide it
+---@field next string|false         next candidate
+---@field prev string|false         previous candidate
+
+---@class lsp_infer.Options
+---@field cmd string[]|fun(...): any  the server command
+---@field filetypes string[]          buffers to attach to
+---@field root_markers string[]       files that mark the workspace folder
+---@field settings table              server settings (camelCase, nested), see the README
+---@field keymaps lsp_infer.Keymaps|false
+---@field fallback "auto"|boolean     "auto": native inline completion on 0.12+, else the fallback
+---@field debounce_ms integer         the fallback's delay after a keystroke
+---@field notify_failed boolean       vim.notify when the model fails to load
+
+---@type lsp_infer.Options
+M.defaults = {
+  cmd = { "lsp-infer", "serve" },
+  filetypes = {
+    "python", "lua", "javascript", "javascriptreact", "typescript", "typescriptreact", "go",
+    "rust", "c", "cpp", "objc", "cs", "java", "kotlin", "scala", "swift", "ruby", "php", "perl",
+    "sh", "bash", "zsh", "fish", "r", "julia", "dart", "elixir", "erlang", "haskell", "ocaml",
+    "zig", "vim", "sql", "html", "css", "scss", "vue", "svelte", "terraform", "dockerfile",
+    "make", "cmake", "yaml", "toml", "json",
+  },
+  root_markers = { ".lspinferignore", ".git", "pyproject.toml", "setup.py", "package.json",
+    "Cargo.toml", "go.mod", "Makefile" },
+  settings = {},
+  keymaps = {
+    accept = "<Tab>",
+    accept_word = "<M-Right>",
+    accept_line = "<M-C-Right>",
+    dismiss = "<C-]>",
+    next = "<M-]>",
+    prev = "<M-[>",
+  },
+  fallback = "auto",
+  debounce_ms = 150,
+  notify_failed = true,
+}
+
+---@type lsp_infer.Options
+M.options = vim.deepcopy(M.defaults)
+M.configured = false -- setup() was called
+
+---@param opts? table
+---@return lsp_infer.Options
+function M.set(opts)
+  opts = opts or {}
+  local expected = {
+    cmd = { "table", "function" },
+    filetypes = { "table" },
+    settings = { "table" },
+    keymaps = { "table", "boolean" },
+    debounce_ms = { "number" },
+    root_markers = { "table" },
+    notify_failed = { "boolean" },
+  }
+  for key, types in pairs(expected) do
+    if opts[key] ~= nil and not vim.tbl_contains(types, type(opts[key])) then
+      error(("lsp_infer: %s must be a %s, not %s"):format(key, table.concat(types, " or "),
+        type(opts[key])))
+    end
+  end
+  if opts.fallback ~= nil and opts.fallback ~= "auto" and type(opts.fallback) ~= "boolean" then
+    error('lsp_infer: fallback must be "auto", true or false')
+  end
+  local options = vim.deepcopy(M.defaults)
+  for key, value in pairs(opts) do
+    if key == "keymaps" then
+      if value == false then
+        options.keymaps = false
+      elseif type(value) == "table" then
+        options.keymaps = vim.tbl_extend("force", options.keymaps, value)
+      end
+    elseif key == "settings" then
+      options.settings = vim.deepcopy(value)
+    else
+      options[key] = value -- lists (cmd, filetypes) are replaced, not merged
+    end
+  end
+  M.options = options
+  M.configured = true
+  return options
+end
+
+--- "native" (vim.lsp.inline_completion, Neovim 0.12+), "fallback" (this plugin's extmarks),
+--- or "none" (fallback = false on a Neovim without native inline completion).
+---@return "native"|"fallback"|"none"
+function M.path()
+  local native = vim.lsp.inline_completion ~= nil
+    and type(vim.lsp.inline_completion.enable) == "function"
+    and type(vim.lsp.inline_completion.get) == "function"
+  local fallback = M.options.fallback
+  if fallback == true then
+    return "fallback"
+  elseif fallback == false then
+    return native and "native" or "none"
+  end
+  return native and "native" or "fallback"
+end
+
+--- The workspace folder for a buffer: the nearest root marker, else the current directory when
+--- the file is under it, else the file's own directory. (The team tier only sends files inside
+--- the workspace folders, so there is always one.)
+---@param bufnr integer
+---@return string?
+function M.root_dir(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local root = vim.fs.root(bufnr, M.options.root_markers)
+  if root then
+    return root
+  end
+  local cwd = vim.fn.getcwd()
+  if name == "" then
+    return cwd
+  end
+  local path = vim.fs.normalize(vim.fn.fnamemodify(name, ":p"))
+  if path:sub(1, #cwd + 1) == cwd .. "/" then
+    return cwd
+  end
+  return vim.fs.dirname(path)
+end
+
+--- The handlers of our custom notifications (and a wrapper of $/progress that remembers the
+--- cancellable refactor progress, for :LspInferCancel).
+function M.handlers()
+  return {
+    ["lspInfer/status"] = function(err, result, ctx)
+      require("lsp_infer.status").on_status(err, result, ctx)
+    end,
+    ["$/progress"] = function(err, result, ctx, config)
+      require("lsp_infer.status").on_progress(err, result, ctx)
+      local default = vim.lsp.handlers["$/progress"]
+      if default then
+        return default(err, result, ctx, config)
+      end
+    end,
+  }
+end
+
+--- The client config for vim.lsp.config (0.11+) or vim.lsp.start (0.10; root_dir resolved by
+--- the caller).
+---@return table
+function M.lsp_config()
+  local options = M.options
+  local settings = util.objects(options.settings or {})
+  local config = {
+    name = util.name,
+    cmd = options.cmd,
+    filetypes = options.filetypes,
+    root_dir = function(bufnr, on_dir)
+      local root = M.root_dir(bufnr)
+      if root then
+        on_dir(root)
+      end
+    end,
+    init_options = settings,
+    settings = { lspInfer = settings },
+    handlers = M.handlers(),
+  }
+  return config
+end
+
+return M

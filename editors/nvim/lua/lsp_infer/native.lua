@@ -1,0 +1,177 @@
+-- Neovim 0.12+: ghost text from the built-in vim.lsp.inline_completion (it requests after a
+-- 200 ms pause, shows the item with extmarks, and accepts it with get()). This module adds
+-- what the runtime does not: accept a word or a line (get() with an on_accept handler that
+-- inserts only part of the item), dismiss (get() with a handler that inserts nothing), and
+-- "is a suggestion shown?" (the runtime's extmark namespace).
+local util = require("lsp_infer.util")
+
+local M = {}
+
+local function api()
+  return vim.lsp.inline_completion
+end
+
+local function namespace()
+  return vim.api.nvim_create_namespace("nvim.lsp.inline_completion")
+end
+
+--- Whether the runtime's current item still continues the text at the cursor: on the row its
+--- range starts on, not before it, and (for lsp-infer's items) what was typed since is a prefix
+--- of it.
+local function still_valid(completor)
+  local current = completor.current
+  local range = current and current.range
+  if not range or type(range.start) ~= "table" or type(range.start.row) ~= "number" then
+    return true
+  end
+  local win = vim.fn.bufwinid(completor.bufnr)
+  if win == -1 then
+    return false
+  end
+  local row, col = unpack(vim.api.nvim_win_get_cursor(win))
+  local start = range.start
+  if row - 1 ~= start.row or col < start.col then
+    return false
+  end
+  local line = vim.api.nvim_buf_get_lines(completor.bufnr, start.row, start.row + 1, false)[1]
+  if not line or start.col > #line then
+    return false
+  end
+  local client = vim.lsp.get_client_by_id(current.client_id)
+  if client and client.name == util.name then
+    local typed = line:sub(start.col + 1, col)
+    if util.plain_text(current.insert_text):sub(1, #typed) ~= typed then
+      return false
+    end
+  end
+  return true
+end
+
+--- Work around the runtime (0.12-dev) redrawing its current item on every cursor move from the
+--- item's old range: after <BS> at the end of a line that range lies past the line's end and
+--- nvim_buf_set_extmark throws "Invalid 'col': out of range" on each keystroke. Drop an item
+--- that no longer continues the text at the cursor before it is redrawn, and never let a
+--- redraw raise.
+local guarded = false
+local function guard_runtime()
+  if guarded then
+    return
+  end
+  guarded = true
+  local ok, capability = pcall(require, "vim.lsp._capability")
+  local Completor = ok and type(capability) == "table" and capability.all
+    and capability.all.inline_completion
+  if type(Completor) ~= "table" or type(Completor.show) ~= "function" then
+    return
+  end
+  local show = Completor.show
+  Completor.show = function(self, ...)
+    if self.current then
+      local valid_ok, valid = pcall(still_valid, self)
+      if valid_ok and not valid then
+        self.current = nil
+      end
+    end
+    local shown, err = pcall(show, self, ...)
+    if not shown then
+      self.current = nil
+      pcall(vim.api.nvim_buf_clear_namespace, self.bufnr, namespace(), 0, -1)
+      require("vim.lsp.log").debug("lsp_infer: inline completion redraw failed", err)
+    end
+  end
+end
+
+--- Turn the runtime's inline completion on for a buffer our client attached to.
+---@param bufnr integer
+function M.attach(bufnr)
+  guard_runtime()
+  api().enable(true, { bufnr = bufnr })
+end
+
+--- Whether a suggestion is on screen in the current buffer.
+---@return boolean
+function M.visible()
+  local bufnr = vim.api.nvim_get_current_buf()
+  return #vim.api.nvim_buf_get_extmarks(bufnr, namespace(), 0, -1, { limit = 1 }) > 0
+end
+
+--- The text of an item that is still to be inserted at the cursor (its range may start before
+--- the cursor, covering what was typed since it was computed), or nil if the item does not
+--- simply continue the text at the cursor.
+---@param item vim.lsp.inline_completion.Item
+---@return string?
+local function rest_of(item)
+  local text = util.plain_text(item.insert_text)
+  local range = item.range
+  if not range then
+    return text
+  end
+  local start, finish = range.start, range.end_
+  if type(start) ~= "table" or type(start.row) ~= "number" then
+    return text
+  end
+  local row, col = unpack(vim.api.nvim_win_get_cursor(0))
+  row = row - 1
+  if start.row ~= row or finish.row ~= row or start.col > col or finish.col ~= col then
+    return nil
+  end
+  local line = vim.api.nvim_get_current_line()
+  local typed = line:sub(start.col + 1, col)
+  if text:sub(1, #typed) ~= typed then
+    return nil
+  end
+  return text:sub(#typed + 1)
+end
+
+--- Accept the whole suggestion ("all"), its first word or its first line.
+---@param part? "all"|"word"|"line"
+---@return boolean accepted whether a suggestion was shown (and is being accepted)
+function M.accept(part)
+  part = part or "all"
+  if part == "all" then
+    return api().get()
+  end
+  return api().get({
+    on_accept = function(item)
+      local rest = rest_of(item)
+      if rest == nil then
+        -- Not a plain continuation of the cursor: take it whole, the runtime's way.
+        local range = item.range
+        local lines = vim.split(util.plain_text(item.insert_text), "\n", { plain = true })
+        vim.api.nvim_buf_set_text(0, range.start.row, range.start.col, range.end_.row,
+          range.end_.col, lines)
+        return
+      end
+      local piece = part == "word" and util.first_word(rest) or util.first_line(rest)
+      util.insert_at_cursor(piece)
+      if piece == rest and item.command then
+        local client = vim.lsp.get_client_by_id(item.client_id)
+        if client then
+          util.request(client, "workspace/executeCommand", {
+            command = item.command.command,
+            arguments = item.command.arguments,
+          }, function() end, vim.api.nvim_get_current_buf())
+        end
+      end
+    end,
+  })
+end
+
+--- Hide the suggestion (and cancel the pending request).
+---@return boolean dismissed whether one was shown
+function M.dismiss()
+  return api().get({ on_accept = function() end })
+end
+
+--- Show the next (count > 0) or previous candidate.
+---@param count integer
+---@return boolean moved whether a suggestion was shown
+function M.select(count)
+  if not M.visible() then
+    return false
+  end
+  api().select({ count = count })
+  return true
+end
+
+return M
