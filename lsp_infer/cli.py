@@ -67,6 +67,7 @@ def _progress_bar(description: str) -> Any:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from lsp_infer.server import create_server
+    from lsp_infer.transport import BoundedStdin
 
     setup_logging(os.environ.get("LSP_INFER_LOG_LEVEL", args.log_level), args.log_file)
     server = create_server()
@@ -83,7 +84,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
     try:
-        server.start_io(stdin=sys.stdin.buffer, stdout=transport)
+        server.start_io(stdin=BoundedStdin(sys.stdin.buffer), stdout=transport)  # type: ignore[arg-type]
     finally:
         server.stop()
     return 0

@@ -141,11 +141,7 @@ class TeamCommands:
     # -- jobs -------------------------------------------------------------------------------
 
     def _policy(self) -> Policy:
-        workspace = self.server.workspace
-        roots = [folder.uri for folder in workspace.folders.values()]
-        if not roots and workspace.root_uri:
-            roots = [workspace.root_uri]
-        return Policy.for_workspace(roots, self.server.settings.exclude)
+        return self.server.policy()
 
     def _jobs(self, uris: list[str], instruction: str) -> tuple[list[RefactorJob], list[Outcome]]:
         policy = self._policy()

@@ -101,6 +101,9 @@ class Settings:
     # .lspinferignore: matching files never enter a prompt or reach the team server.
     exclude: list[str] = field(default_factory=list)
     log_level: str = _choice("info", LOG_LEVELS)
+    # Enables lspInfer/debug/document (the server's copy of a document), for tests and bug
+    # reports. Off by default: it hands out document text on request.
+    debug: bool = False
 
 
 # Environment variable → (section, field). The environment wins over client settings.
@@ -115,6 +118,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "LSP_INFER_TEAM_API_KEY": ("team", "api_key"),
     "LSP_INFER_TEAM_MODEL": ("team", "model"),
     "LSP_INFER_LOG_LEVEL": ("log_level",),
+    "LSP_INFER_DEBUG": ("debug",),
 }
 
 

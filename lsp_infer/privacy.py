@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -75,6 +75,10 @@ def path_of(uri: str) -> Path:
 class Policy:
     roots: tuple[Path, ...]  # workspace folders, resolved
     extra_patterns: tuple[str, ...] = ()
+    # root → (mtime of its ignore file, compiled spec): checked on every keystroke, so cached.
+    _specs: dict[Path | None, tuple[float, pathspec.GitIgnoreSpec]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def for_workspace(cls, root_uris: Sequence[str], extra_patterns: Sequence[str] = ()) -> Policy:
@@ -92,12 +96,24 @@ class Policy:
                 return root
         return None
 
-    def _spec(self, root: Path) -> pathspec.GitIgnoreSpec:
+    def _spec(self, root: Path | None) -> pathspec.GitIgnoreSpec:
+        """The patterns for files under ``root`` (None: files outside every workspace folder,
+        which only the defaults and the setting apply to)."""
+        mtime = -1.0
+        ignore_file = root / IGNORE_FILE if root is not None else None
+        if ignore_file is not None:
+            with contextlib.suppress(OSError):
+                mtime = ignore_file.stat().st_mtime
+        cached = self._specs.get(root)
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
         lines = [*DEFAULT_EXCLUDES, *self.extra_patterns]
-        ignore_file = root / IGNORE_FILE
-        with contextlib.suppress(OSError):  # no ignore file: the defaults and settings only
-            lines += ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-        return pathspec.GitIgnoreSpec.from_lines(lines)
+        if ignore_file is not None and mtime >= 0:
+            with contextlib.suppress(OSError):
+                lines += ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        self._specs[root] = (mtime, spec)
+        return spec
 
     def check(self, uri: str) -> Path:
         """The file's resolved path if it may be read and sent; NotAllowed otherwise."""
@@ -112,6 +128,21 @@ class Policy:
                 "exclude setting)"
             )
         return path
+
+    def excluded(self, uri: str) -> bool:
+        """Whether a document's content must stay out of every prompt (local ones too).
+
+        Unlike check(), a file outside the workspace is not refused here (the editor gave us
+        its text; nothing is read from disk) — only the patterns decide. Non-file documents
+        (untitled buffers) match nothing.
+        """
+        try:
+            path = Path(os.path.realpath(path_of(uri)))
+        except NotAllowed:
+            return False
+        root = self._root_of(path)
+        relative = path.relative_to(root).as_posix() if root else path.as_posix().lstrip("/")
+        return bool(self._spec(root).match_file(relative))
 
     def allowed(self, uri: str) -> bool:
         try:

@@ -11,6 +11,7 @@ from lsp_infer.positions import ENCODINGS, Encoding
 
 SECTION = "lspInfer"  # settings section for workspace/configuration
 STATS_METHOD = "lspInfer/stats"  # request: counters and latency percentiles
+DEBUG_DOCUMENT_METHOD = "lspInfer/debug/document"  # request {uri} → {uri, version, text}
 STATUS_METHOD = "lspInfer/status"  # notification: {"state": loading|ready|failed, "message"}
 
 

@@ -15,7 +15,7 @@ from collections.abc import Generator, Mapping
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
@@ -28,7 +28,9 @@ from lsp_infer.config import ModelSettings, load_settings
 from lsp_infer.documents import DocumentNotOpen, DocumentStore
 from lsp_infer.engine import CompletionEngine
 from lsp_infer.positions import PositionError, position_at
+from lsp_infer.privacy import Policy
 from lsp_infer.protocol import (
+    DEBUG_DOCUMENT_METHOD,
     SECTION,
     STATS_METHOD,
     STATUS_METHOD,
@@ -142,6 +144,8 @@ class LspInferServer(LanguageServer):
         self._requested_model: ModelSettings | None = None
         self._status: dict[str, str] = {}
         self._stats_task: asyncio.Future[None] | None = None
+        self._policy: Policy | None = None
+        self._policy_key: tuple[Any, ...] = ()
         self.initialized_event = asyncio.Event()
 
     @property
@@ -225,6 +229,18 @@ class LspInferServer(LanguageServer):
             self._reported_model_error = error
             self.show(f"lsp-infer: completions are off: {error}", types.MessageType.Error)
 
+    def policy(self) -> Policy:
+        """What may be read and sent, for the current workspace folders and settings."""
+        workspace = self.workspace
+        roots = [folder.uri for folder in workspace.folders.values()]
+        if not roots and workspace.root_uri:
+            roots = [workspace.root_uri]
+        key = (tuple(roots), tuple(self.settings.exclude))
+        if self._policy is None or self._policy_key != key:
+            self._policy = Policy.for_workspace(roots, self.settings.exclude)
+            self._policy_key = key
+        return self._policy
+
     # -- completion -----------------------------------------------------------------
 
     async def suggest(
@@ -238,8 +254,8 @@ class LspInferServer(LanguageServer):
         except (DocumentNotOpen, PositionError) as exc:
             raise JsonRpcInvalidParams(str(exc)) from None
         where = position(*position_at(snapshot.text, offset, self.encoding, starts=snapshot.starts))
-        if not self.settings.completion.enabled:
-            return "", where
+        if not self.settings.completion.enabled or self.policy().excluded(uri):
+            return "", where  # off, or an excluded file (secrets never enter a prompt)
 
         if explicit and (team_text := await self.team.complete(uri, snapshot.text, offset)):
             return team_text, where
@@ -389,6 +405,16 @@ def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
         )
         text, where = await ls.suggest(params.text_document.uri, params.position, explicit)
         return completion_list(text, where)
+
+    @server.feature(DEBUG_DOCUMENT_METHOD)
+    def debug_document(ls: LspInferServer, params: Any) -> dict[str, Any]:
+        if not ls.settings.debug:
+            raise JsonRpcInvalidRequest(f"{DEBUG_DOCUMENT_METHOD} needs the debug setting")
+        uri = getattr(params, "uri", None)
+        snapshot = ls.documents.find(uri) if isinstance(uri, str) else None
+        if snapshot is None:
+            raise JsonRpcInvalidParams(f"document is not open: {uri}")
+        return {"uri": snapshot.uri, "version": snapshot.version, "text": snapshot.text}
 
     @server.feature(STATS_METHOD)
     def stats(ls: LspInferServer, params: Any) -> dict[str, Any]:

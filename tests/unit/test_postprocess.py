@@ -118,7 +118,7 @@ def test_finish_keeps_whole_lines_when_cut_short(raw: str, reason, expected: str
         (" a + b", " ", "a + b"),  # "return " + model's " a": the space is not doubled
         ('    """doc', "    ", '"""doc'),  # the model indents like the user did
         ('"""doc', "    ", '"""doc'),  # the model did not indent: keep the user's indentation
-        ('        more', "    ", "    more"),  # the model wants deeper: the extra stays
+        ("        more", "    ", "    more"),  # the model wants deeper: the extra stays
         ("  ", "    ", ""),  # partial: nothing to show yet
         ("\tx", "    ", "x"),  # tab vs spaces: keep what the user typed
         ("x", "", "x"),

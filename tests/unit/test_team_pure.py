@@ -218,3 +218,21 @@ def test_api_key_never_echoed() -> None:
         None, {"LSP_INFER_TEAM_API_KEY": "from-env", "LSP_INFER_TEAM_URL": "http://h/v1"}
     )
     assert settings.team.api_key == "from-env" and settings.team.url == "http://h/v1"
+
+
+def test_excluded_applies_to_local_prompts_too(tmp_path: Path) -> None:
+    (tmp_path / ".lspinferignore").write_text("private/\n")
+    policy = Policy.for_workspace([tmp_path.as_uri()])
+    assert policy.excluded((tmp_path / ".env").as_uri())
+    assert policy.excluded((tmp_path / "private" / "a.py").as_uri())
+    assert not policy.excluded((tmp_path / "src" / "a.py").as_uri())
+    # Outside the workspace only the defaults apply; untitled buffers match nothing.
+    assert policy.excluded("file:///home/someone/.ssh/config")
+    assert not policy.excluded("file:///tmp/scratch.py")
+    assert not policy.excluded("untitled:Untitled-1")
+    # The ignore file is re-read when it changes.
+    (tmp_path / ".lspinferignore").write_text("src/\n")
+    import os
+
+    os.utime(tmp_path / ".lspinferignore", (1, 1))
+    assert policy.excluded((tmp_path / "src" / "a.py").as_uri())

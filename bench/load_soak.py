@@ -1,0 +1,156 @@
+"""Load and soak: a burst of completion requests, then a long typing session.
+
+burst  1,000 inline-completion requests at ~50/s spread over 5 documents, each request
+       preceded by a one-character edit, never cancelled (the way Neovim sends them). Checks:
+       every request answered exactly once, the last request per document gets the same
+       suggestion as a fresh request at that position afterwards, and the model's queue stays
+       bounded (stats.queueDepthMax).
+soak   typing (VS Code-style: a request per keystroke, the previous one cancelled) for
+       --soak-minutes; RSS, threads and open file descriptors of the server process at the
+       start (after a warm-up minute) and at the end.
+
+    python bench/load_soak.py                       # burst + 10-minute soak
+    python bench/load_soak.py --requests 200 --soak-minutes 1    # the short version
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.fuzz.raw_server import RawServer
+
+DOCS = 5
+BODY = "def add(a, b):\n    return "
+
+
+def process_figures(pid: int) -> dict[str, float]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss_kb = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS")))
+    threads = int(
+        next(line.split()[1] for line in status.splitlines() if line.startswith("Threads"))
+    )
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    return {"rss_mb": rss_kb / 1024, "threads": threads, "fds": fds}
+
+
+def end_of(text: str) -> dict[str, int]:
+    lines = text.split("\n")
+    return {"line": len(lines) - 1, "character": len(lines[-1].encode("utf-16-le")) // 2}
+
+
+def burst(server: RawServer, requests: int, rate: float) -> dict[str, object]:
+    uris = [f"file:///load/doc{i}.py" for i in range(DOCS)]
+    texts = {uri: f"# document {i}\n" + BODY for i, uri in enumerate(uris)}
+    versions = dict.fromkeys(uris, 1)
+    for uri in uris:
+        server.open(uri, texts[uri])
+    sent: list[int] = []
+    last: dict[str, int] = {}
+    started = time.monotonic()
+    for n in range(requests):
+        uri = uris[n % DOCS]
+        # Type one more character of a comment on the first line, then ask at the end.
+        line0 = texts[uri].split("\n", 1)[0]
+        versions[uri] += 1
+        at = {"line": 0, "character": len(line0)}
+        server.change(uri, versions[uri], at, at, "x")
+        texts[uri] = line0 + "x\n" + texts[uri].split("\n", 1)[1]
+        last[uri] = server.inline(uri, 2, len("    return "))
+        sent.append(last[uri])
+        time.sleep(max(0.0, started + (n + 1) / rate - time.monotonic()))
+    sending = time.monotonic() - started
+    for msg_id in sent:
+        server.wait(msg_id, timeout=600)
+    drained = time.monotonic() - started
+    counts = server.answer_counts()
+    latest_ok = 0
+    for uri in uris:
+        final = server.wait(last[uri])["result"]["items"]
+        fresh = server.wait(server.inline(uri, 2, len("    return ")))["result"]["items"]
+        latest_ok += bool(final) and final == fresh
+    stats = server.wait(server.request("lspInfer/stats", {}))["result"]
+    return {
+        "requests": requests,
+        "send_seconds": round(sending, 1),
+        "all_answered_by_seconds": round(drained, 1),
+        "answered_exactly_once": sum(counts[i] == 1 for i in sent),
+        "latest_correct": f"{latest_ok}/{DOCS}",
+        "queue_depth_max": stats["queueDepthMax"],
+        "superseded": stats["superseded"],
+        "generations": stats["generations"],
+    }
+
+
+def soak(server: RawServer, minutes: float) -> dict[str, object]:
+    uri = "file:///soak/typing.py"
+    text = BODY
+    server.open(uri, text)
+    source = (Path(os.__file__).parent / "textwrap.py").read_text()
+    version, pending, typed = 1, None, 0
+    started = time.monotonic()
+    warm = None
+    end = started + minutes * 60
+    position = 0
+    while time.monotonic() < end:
+        if warm is None and time.monotonic() - started > min(60, minutes * 30):
+            warm = process_figures(server.process.pid)
+        char = source[position % len(source)]
+        position += 1
+        at = end_of(text)
+        version += 1
+        server.change(uri, version, at, at, char)
+        text += char
+        typed += 1
+        if pending is not None:
+            server.notify("$/cancelRequest", {"id": pending})
+        cursor = end_of(text)
+        pending = server.inline(uri, cursor["line"], cursor["character"])
+        time.sleep(0.15)
+        if len(text) > 20_000:  # keep the document a realistic size: start a new one
+            server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+            uri = f"file:///soak/typing{version}.py"
+            text = BODY
+            server.open(uri, text, version)
+    if pending is not None:
+        server.wait(pending)
+    time.sleep(2)
+    final = process_figures(server.process.pid)
+    warm = warm or final
+    return {
+        "minutes": minutes,
+        "keystrokes": typed,
+        "rss_mb_start": round(warm["rss_mb"], 1),
+        "rss_mb_end": round(final["rss_mb"], 1),
+        "rss_growth_percent": round(100 * (final["rss_mb"] / warm["rss_mb"] - 1), 2),
+        "threads_start_end": (warm["threads"], final["threads"]),
+        "fds_start_end": (warm["fds"], final["fds"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=50.0)
+    parser.add_argument("--soak-minutes", type=float, default=10.0)
+    args = parser.parse_args()
+    server = RawServer()
+    server.initialize({"completion": {"precompute": True}})
+    try:
+        print("burst:", burst(server, args.requests, args.rate), flush=True)
+        print("soak:", soak(server, args.soak_minutes), flush=True)
+        assert server.process.poll() is None, "the server died"
+        assert not server.stray, f"non-LSP output on stdout: {server.stray[:3]}"
+    finally:
+        server.close()
+
+
+if __name__ == "__main__":
+    main()

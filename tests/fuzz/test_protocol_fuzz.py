@@ -1,0 +1,164 @@
+"""Property-based protocol tests over the real server and model (hypothesis).
+
+Random documents and incremental edits in utf-16 positions (emoji and other astral
+characters, CRLF and lone CR, tabs, deletions across lines), completion requests at valid and
+invalid positions, cancels at random moments, unknown methods and malformed frames. After
+every example: the process is alive, every request got exactly one answer, and the server's
+copy of the document equals a reference model of the edits (the `debug` setting exposes it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from .raw_server import RawServer
+
+# Reference model of LSP positions, written independently of lsp_infer.positions.
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def reference_position(text: str, offset: int) -> dict[str, int]:
+    line_start = 0
+    line = 0
+    for match in _BREAK.finditer(text):
+        if match.end() > offset:
+            break
+        line_start, line = match.end(), line + 1
+    return {"line": line, "character": len(text[line_start:offset].encode("utf-16-le")) // 2}
+
+
+ALPHABET = st.sampled_from(
+    ["a", "b", "x", " ", "\t", "(", ")", ":", "é", "😀", "𝄞", "\n", "\r\n", "\r"]
+)
+TEXT = st.lists(ALPHABET, max_size=40).map("".join)
+
+
+@st.composite
+def edit(draw: st.DrawFn, text: str) -> tuple[int, int, str]:
+    # Offsets never split a surrogate pair (Python strings have none) or a \r\n.
+    cuts = [
+        i
+        for i in range(len(text) + 1)
+        if not (0 < i < len(text) and text[i - 1] == "\r" and text[i] == "\n")
+    ]
+    start = draw(st.sampled_from(cuts))
+    end = draw(st.sampled_from([c for c in cuts if c >= start]))
+    return start, end, draw(TEXT)
+
+
+@st.composite
+def session(draw: st.DrawFn) -> tuple[str, list[tuple[str, object]]]:
+    text = draw(TEXT)
+    steps: list[tuple[str, object]] = []
+    current = text
+    for _ in range(draw(st.integers(1, 12))):
+        kind = draw(
+            st.sampled_from(["edit", "edit", "edit", "complete", "complete", "bad", "cancel"])
+        )
+        if kind == "edit":
+            start, end, inserted = draw(edit(current))
+            steps.append(("edit", (start, end, inserted, current)))
+            current = current[:start] + inserted + current[end:]
+        elif kind == "complete":
+            line = draw(st.integers(0, current.count("\n") + 3))
+            character = draw(st.integers(0, 60))
+            steps.append(("complete", (line, character)))
+        elif kind == "bad":
+            steps.append(
+                (
+                    "bad",
+                    draw(st.sampled_from(["json", "params", "unknown", "notification", "type"])),
+                )
+            )
+        else:
+            steps.append(("cancel", None))
+    return text, steps
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RawServer]:
+    raw = RawServer()
+    # A tiny prompt and output keep the real model fast enough for many examples.
+    raw.initialize(
+        {"debug": True, "completion": {"maxTokens": 4, "contextTokens": 64, "precompute": False}}
+    )
+    yield raw
+    assert raw.stray == [], f"non-LSP output on stdout: {raw.stray[:3]}"
+    raw.close()
+
+
+counter = iter(range(10**9))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(example=session())
+def test_random_sessions(server: RawServer, example: tuple[str, list[tuple[str, object]]]) -> None:
+    text, steps = example
+    uri = f"file:///fuzz/doc{next(counter)}.py"
+    version = 1
+    server.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+    )
+    sent: list[int] = []
+    reference = text
+    for kind, data in steps:
+        if kind == "edit":
+            start, end, inserted, before = data  # type: ignore[misc]
+            version += 1
+            span = {
+                "start": reference_position(before, start),
+                "end": reference_position(before, end),
+            }
+            server.notify(
+                "textDocument/didChange",
+                {
+                    "textDocument": {"uri": uri, "version": version},
+                    "contentChanges": [{"range": span, "text": inserted}],
+                },
+            )
+            reference = before[:start] + inserted + before[end:]
+        elif kind == "complete":
+            line, character = data  # type: ignore[misc]
+            sent.append(server.inline(uri, line, character))
+        elif kind == "cancel" and sent:
+            server.notify("$/cancelRequest", {"id": sent[-1]})
+        elif data == "json":
+            server.send_raw(b'{"jsonrpc": "2.0", "id": 99999999, "method": "textDocument/inline')
+        elif data == "params":
+            sent.append(server.request("textDocument/inlineCompletion", {"textDocument": 5}))
+        elif data == "unknown":
+            sent.append(server.request("lspInfer/noSuchMethod", {}))
+        elif data == "notification":
+            server.notify(
+                "textDocument/didChange",
+                {"textDocument": {"uri": uri}, "contentChanges": "garbage"},
+            )
+        else:
+            sent.append(server.request("textDocument/completion", {"textDocument": {"uri": uri}}))
+    for msg_id in sent:
+        server.wait(msg_id)
+    document = server.wait(server.request("lspInfer/debug/document", {"uri": uri}))
+    assert document["result"]["text"] == reference
+    assert document["result"]["version"] == version
+    counts = server.answer_counts()
+    assert all(counts[msg_id] == 1 for msg_id in sent), {i: counts[i] for i in sent}
+    assert server.process.poll() is None
+    server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+
+
+def test_oversized_frame_is_refused_and_the_server_goes_on(server: RawServer) -> None:
+    # A header claiming 200 MB (over the 64 MB limit) followed by far fewer bytes, which the
+    # server drops; then a normal request on a fresh frame must still be answered. The body
+    # is sent in full so that the stream stays in step.
+    claimed = 200 * 1024 * 1024
+    server.send_raw(b" " * claimed, length=claimed)
+    answer = server.wait(server.request("lspInfer/stats", {}), timeout=120)
+    assert "result" in answer and server.process.poll() is None
