@@ -1,21 +1,35 @@
 """Completion quality on holes cut from real code nobody here wrote (the standard library).
 
 Each hole removes the code of one line inside a function body (keeping its indentation); the
-cursor sits where the code starts, and the model must write the line. Reports exact match
-(first suggested line == the removed line) and edit similarity (difflib ratio) for each
-configuration, same model, same holes, same run.
+cursor sits where the code starts and the model must write the line. Two suites:
 
-    python bench/quality.py --holes 40 --configs psm,spm
+  local  random lines from 25 modules
+  cross  lines that use a name defined in another module of the same package and not in
+         their own (json, unittest, logging, concurrent.futures, http, email, importlib, …):
+         the answer needs another file
+
+Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][+ctx]:
+  psm        the plain prefix/suffix/middle prompt of the model card (baseline)
+  spmv       the current file only, in the server's layout (the SPM variant)
+  spmv+ctx   plus extra context: the package's other modules are "open in the editor", and
+             extra_context.select picks what fits completion budget (as the server does)
+
+Reports exact match (first suggested line == the removed line), edit similarity (difflib
+ratio), and seconds per hole (a cold prompt each: no KV reuse between holes).
+
+    python bench/quality.py --suite both --configs psm,spmv,spmv+ctx
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import difflib
 import json
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -27,38 +41,23 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from lsp_infer.backends.llama_cpp import LlamaCppBackend
-from lsp_infer.config import CompletionSettings, ModelSettings
+from lsp_infer.config import CompletionSettings, ContextSettings, ModelSettings
 from lsp_infer.engine import CompletionEngine
+from lsp_infer.extra_context import OpenDocument, select
 from lsp_infer.scheduling import CancelToken, ModelLane
 
 STDLIB = Path(json.__file__).parent.parent
 MODULES = [
-    "textwrap.py",
-    "shlex.py",
-    "difflib.py",
-    "fractions.py",
-    "calendar.py",
-    "csv.py",
-    "glob.py",
-    "pprint.py",
-    "string.py",
-    "json/decoder.py",
-    "json/encoder.py",
-    "configparser.py",
-    "heapq.py",
-    "bisect.py",
-    "statistics.py",
-    "ipaddress.py",
-    "gettext.py",
-    "netrc.py",
-    "colorsys.py",
-    "dataclasses.py",
-    "functools.py",
-    "tokenize.py",
-    "ast.py",
-    "base64.py",
+    "textwrap.py", "shlex.py", "difflib.py", "fractions.py", "calendar.py", "csv.py", "glob.py",
+    "pprint.py", "string.py", "json/decoder.py", "json/encoder.py", "configparser.py",
+    "heapq.py", "bisect.py", "statistics.py", "ipaddress.py", "gettext.py", "netrc.py",
+    "colorsys.py", "dataclasses.py", "functools.py", "tokenize.py", "ast.py", "base64.py",
     "quopri.py",
-]
+]  # fmt: skip
+PACKAGES = [
+    "json", "unittest", "logging", "concurrent/futures", "http", "email", "importlib",
+    "xml/etree", "multiprocessing", "asyncio", "urllib", "dbm", "sqlite3", "wsgiref",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -67,35 +66,96 @@ class Hole:
     text: str  # the file with the line's code removed
     offset: int  # cursor: where the removed code started
     expected: str  # the removed code
+    siblings: tuple[tuple[str, str], ...] = ()  # the package's other modules (path, text)
 
 
-def cut_holes(count: int, seed: int = 0) -> list[Hole]:
-    rng = random.Random(seed)
-    candidates: list[Hole] = []
+def _line_holes(module: str, source: str, keep) -> list[tuple[int, int, str]]:
+    """(start, end, code) of candidate lines inside function bodies."""
+    result = []
+    lines = source.split("\n")
+    offset = 0
+    in_function = False
+    for line in lines:
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip(" "))
+        if stripped.startswith("def "):
+            in_function = True
+        if (
+            in_function
+            and indent >= 8
+            and len(stripped) >= 12
+            and not stripped.startswith(("#", '"', "'", "def ", "@", "import ", "from "))
+            and not stripped.endswith(("\\", ","))
+            and keep(stripped)
+        ):
+            result.append((offset + indent, offset + indent + len(stripped), stripped))
+        offset += len(line) + 1
+    return result
+
+
+def _top_level_names(source: str) -> set[str]:
+    names: set[str] = set()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return names
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return {n for n in names if len(n) >= 5}
+
+
+def local_holes(count: int, rng: random.Random) -> list[Hole]:
+    candidates = []
     for module in MODULES:
         source = (STDLIB / module).read_text()
-        lines = source.split("\n")
-        in_function = False
-        for index, line in enumerate(lines):
-            stripped = line.strip()
-            if stripped.startswith("def "):
-                in_function = True
-            indent = len(line) - len(line.lstrip(" "))
-            if (
-                not in_function
-                or indent < 8
-                or len(stripped) < 12
-                or stripped.startswith(("#", '"', "'", "def ", "@"))
-                or stripped.endswith(("\\", ","))
-            ):
+        package = (STDLIB / module).parent
+        siblings = _siblings(package, module) if package != STDLIB else ()
+        for start, end, code in _line_holes(module, source, lambda _code: True):
+            candidates.append(Hole(module, source[:start] + source[end:], start, code, siblings))
+    return _spread(candidates, count, rng)
+
+
+def _siblings(package: Path, module: str) -> tuple[tuple[str, str], ...]:
+    files = []
+    for path in sorted(package.glob("*.py")):
+        relative = path.relative_to(STDLIB).as_posix()
+        if relative != module and path.stat().st_size < 200_000:
+            files.append((relative, path.read_text(errors="replace")))
+    return tuple(files)
+
+
+def cross_holes(count: int, rng: random.Random) -> list[Hole]:
+    candidates = []
+    for package in PACKAGES:
+        directory = STDLIB / package
+        modules = sorted(directory.glob("*.py"))
+        sources = {m.relative_to(STDLIB).as_posix(): m.read_text(errors="replace") for m in modules}
+        for module, source in sources.items():
+            own = _top_level_names(source)
+            foreign = set()
+            for other, other_source in sources.items():
+                if other != module:
+                    foreign |= _top_level_names(other_source) - own
+            if not foreign:
                 continue
-            start = sum(len(x) + 1 for x in lines[:index]) + indent
-            end = start + len(stripped)
-            candidates.append(Hole(module, source[:start] + source[end:], start, stripped))
+            pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(foreign))) + r")\b")
+            siblings = tuple((p, t) for p, t in sources.items() if p != module)
+            for start, end, code in _line_holes(module, source, pattern.search):
+                candidates.append(
+                    Hole(module, source[:start] + source[end:], start, code, siblings)
+                )
+    return _spread(candidates, count, rng)
+
+
+def _spread(candidates: list[Hole], count: int, rng: random.Random) -> list[Hole]:
+    """At most 3 holes per module, in a seeded random order."""
     rng.shuffle(candidates)
     per_module: dict[str, int] = {}
     chosen: list[Hole] = []
-    for hole in candidates:  # spread over modules: at most 3 holes each
+    for hole in candidates:
         if per_module.get(hole.module, 0) < 3:
             per_module[hole.module] = per_module.get(hole.module, 0) + 1
             chosen.append(hole)
@@ -109,9 +169,11 @@ def score(suggestion: str, expected: str) -> tuple[bool, float]:
     return first == expected, difflib.SequenceMatcher(None, first, expected).ratio()
 
 
-def run_config(config: str, holes: list[Hole], context_tokens: int) -> dict[str, float]:
-    """``config`` is ORDER or ORDER:SUFFIX_TOKENS, e.g. "psm:32"."""
-    order, _, suffix = config.partition(":")
+def run_config(
+    config: str, suites: dict[str, list[Hole]], context_tokens: int
+) -> dict[str, dict[str, float]]:
+    spec, _, context = config.partition("+")
+    order, _, suffix = spec.partition(":")
     lane = ModelLane()
     backend = LlamaCppBackend(lane)
     lane.run_blocking(backend.load_blocking, ModelSettings(fim_order=order), None)
@@ -124,52 +186,68 @@ def run_config(config: str, holes: list[Hole], context_tokens: int) -> dict[str,
         timeout_ms=20000,
         suffix_tokens=int(suffix) if suffix else CompletionSettings().suffix_tokens,
     )
-    exact, similarity, seconds = [], [], []
+    extra_tokens = ContextSettings().extra_tokens if context == "ctx" else 0
+    results: dict[str, dict[str, float]] = {}
 
     async def go() -> None:
-        for hole in holes:
-            started = time.perf_counter()
-            # A fresh context per hole: no KV reuse between holes, same for every config.
-            await lane.run(lambda: backend._llm.reset())
-            suggestion = await engine.complete(hole.text, hole.offset, settings, CancelToken())
-            seconds.append(time.perf_counter() - started)
-            hit, ratio = score(suggestion.text, hole.expected)
-            exact.append(hit)
-            similarity.append(ratio)
+        for name, holes in suites.items():
+            exact, similarity, seconds = [], [], []
+            for hole in holes:
+                extra: tuple[tuple[str, str], ...] = ()
+                if extra_tokens:
+                    documents = [OpenDocument(f"file:///{p}", p, t) for p, t in hole.siblings]
+                    chunks = select(f"file:///{hole.module}", hole.text, hole.offset, [], documents,
+                                    extra_tokens * 4, lambda _uri: False)  # fmt: skip
+                    extra = tuple((c.path, c.text) for c in chunks)
+                started = time.perf_counter()
+                # A fresh context per hole: no KV reuse between holes, same for every config.
+                await lane.run(lambda: backend._llm.reset())
+                suggestion = await engine.complete(
+                    hole.text, hole.offset, settings, CancelToken(),
+                    extra=extra, extra_tokens=extra_tokens, path=hole.module,
+                )  # fmt: skip
+                seconds.append(time.perf_counter() - started)
+                hit, ratio = score(suggestion.text, hole.expected)
+                exact.append(hit)
+                similarity.append(ratio)
+            results[name] = {
+                "exact_match": 100 * sum(exact) / len(exact),
+                "edit_similarity": 100 * statistics.mean(similarity),
+                "seconds_per_hole": statistics.mean(seconds),
+            }
 
     asyncio.run(go())
     lane.run_blocking(backend._close)
     lane.shutdown()
-    return {
-        "exact_match": 100 * sum(exact) / len(exact),
-        "edit_similarity": 100 * statistics.mean(similarity),
-        "seconds_per_hole": statistics.mean(seconds),
-    }
+    return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--holes", type=int, default=40)
-    parser.add_argument(
-        "--configs", default="psm,spm", help="ORDER[:SUFFIX_TOKENS],... (orders: psm, spm, spmv)"
-    )
+    parser.add_argument("--holes", type=int, default=40, help="holes per suite")
+    parser.add_argument("--suite", choices=["local", "cross", "both"], default="local")
+    parser.add_argument("--configs", default="psm,spmv", help="ORDER[:SUFFIX_TOKENS][+ctx],...")
     parser.add_argument("--context-tokens", type=int, default=512)
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    holes = cut_holes(args.holes)
-    print(
-        f"{len(holes)} single-line holes from {len({h.module for h in holes})} stdlib modules, "
-        f"context {args.context_tokens} tokens, Python {sys.version.split()[0]}"
-    )
-    print(f"{'config':8} {'exact match %':>14} {'edit sim %':>11} {'s/hole':>7}")
-    for order in args.configs.split(","):
-        result = run_config(order, holes, args.context_tokens)
-        print(
-            f"{order:8} {result['exact_match']:14.1f} {result['edit_similarity']:11.1f} "
-            f"{result['seconds_per_hole']:7.2f}",
-            flush=True,
-        )
+    suites: dict[str, list[Hole]] = {}
+    if args.suite in ("local", "both"):
+        suites["local"] = local_holes(args.holes, random.Random(args.seed))
+    if args.suite in ("cross", "both"):
+        suites["cross"] = cross_holes(args.holes, random.Random(args.seed))
+    for name, holes in suites.items():
+        print(f"{name}: {len(holes)} single-line holes from {len({h.module for h in holes})} "
+              f"stdlib modules")  # fmt: skip
+    print(f"context {args.context_tokens} tokens, extra context {ContextSettings().extra_tokens} "
+          f"tokens, Python {sys.version.split()[0]}")  # fmt: skip
+    print(f"{'config':12} {'suite':6} {'exact match %':>14} {'edit sim %':>11} {'s/hole':>7}")
+    for config in args.configs.split(","):
+        for name, result in run_config(config, suites, args.context_tokens).items():
+            print(f"{config:12} {name:6} {result['exact_match']:14.1f} "
+                  f"{result['edit_similarity']:11.1f} {result['seconds_per_hole']:7.2f}",
+                  flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -63,6 +63,18 @@ class CompletionSettings:
 
 
 @dataclass(kw_only=True)
+class ContextSettings:
+    """Code from other files in the prompt (see extra_context.py)."""
+
+    enabled: bool = True
+    # Token budget for other files' code, on top of completion.contextTokens.
+    extra_tokens: int = _bounded(256, 0, 16384)
+    # The pick of other files' code is refreshed (and its prompt evaluated) after the user
+    # has paused this long, never while typing.
+    idle_ms: int = _bounded(1000, 100, 60_000)
+
+
+@dataclass(kw_only=True)
 class TeamSettings:
     """The shared OpenAI-compatible server (vLLM) for whole-file refactors."""
 
@@ -96,6 +108,7 @@ class TeamSettings:
 class Settings:
     model: ModelSettings = field(default_factory=ModelSettings)
     completion: CompletionSettings = field(default_factory=CompletionSettings)
+    context: ContextSettings = field(default_factory=ContextSettings)
     team: TeamSettings = field(default_factory=TeamSettings)
     # Extra exclusion patterns (gitignore syntax) on top of the secret-file defaults and
     # .lspinferignore: matching files never enter a prompt or reach the team server.
@@ -221,7 +234,7 @@ def _resolved_field_types() -> dict[tuple[type, str], Any]:
     import typing
 
     table: dict[tuple[type, str], Any] = {}
-    for cls in (ModelSettings, CompletionSettings, TeamSettings, Settings):
+    for cls in (ModelSettings, CompletionSettings, ContextSettings, TeamSettings, Settings):
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             table[(cls, f.name)] = hints[f.name]

@@ -44,6 +44,10 @@ class CompletionEngine:
         settings: CompletionSettings,
         cancel: CancelToken,
         progress: JobProgress | None = None,
+        *,
+        extra: tuple[tuple[str, str], ...] = (),
+        extra_tokens: int = 0,
+        path: str = "",
     ) -> Suggestion:
         line = cursor_line(text, offset)
         max_lines = 1 if line.after.strip() else settings.max_lines
@@ -56,6 +60,9 @@ class CompletionEngine:
             decode_seconds=settings.timeout_ms / 1000,
             should_stop=lambda so_far: postprocess(so_far, line, max_lines).truncated,
             progress=progress or JobProgress(),
+            extra=extra,
+            extra_tokens=extra_tokens,
+            path=path,
         )
         generation = await self.backend.complete(job, cancel)
         suggestion = finish(generation.text, generation, line, max_lines)

@@ -143,6 +143,32 @@ TEMPLATES: dict[str, FimTemplate] = {
 }
 
 
+def with_repository(
+    template: FimTemplate,
+    fim: Prompt,
+    files: Sequence[tuple[str, str]],
+    current_path: str,
+    repo_name: str = "workspace",
+) -> Prompt:
+    """``fim`` preceded by other files' code, in the model's repository format when it has one
+    (Qwen2.5-Coder, StarCoder2: ``<|repo_name|>name <|file_sep|>path\ncode …``, the file being
+    completed last). Without one, the files go into the prefix text as commented-path blocks.
+    ``files`` are (path, text) pairs; an empty list leaves ``fim`` unchanged."""
+    if not files:
+        return fim
+    if template.repo_name and template.file_sep:
+        parts: list[Segment] = [Special(template.repo_name), f"{repo_name}\n"]
+        for path, text in files:
+            parts += [Special(template.file_sep), f"{path}\n{text.rstrip()}\n"]
+        parts += [Special(template.file_sep), f"{current_path}\n"]
+        return (*parts, *fim)
+    comment = (
+        "#" if current_path.endswith((".py", ".sh", ".rb", ".pl", ".r", ".yaml", ".toml")) else "//"
+    )
+    block = "".join(f"{comment} file: {path}\n{text.rstrip()}\n\n" for path, text in files)
+    return tuple(PrefixText(block + p) if isinstance(p, PrefixText) else p for p in fim)
+
+
 def detect_template(model_name: str, has_token: Callable[[str], bool]) -> FimTemplate | None:
     """Choose the FIM template from the vocabulary (and the model's name to break ties).
 

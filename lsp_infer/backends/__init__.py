@@ -47,6 +47,11 @@ class CompletionJob:
     # Called with the text so far after each token; True ends generation early.
     should_stop: Callable[[str], bool] = field(default=lambda _text: False)
     progress: JobProgress = field(default_factory=JobProgress)
+    # Other files' code to put before the file (path, text), least useful first, and its own
+    # token budget; the current file's path names it in repository-format prompts.
+    extra: tuple[tuple[str, str], ...] = ()
+    extra_tokens: int = 0
+    path: str = ""
 
 
 @dataclass(frozen=True)

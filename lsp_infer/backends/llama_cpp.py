@@ -31,6 +31,7 @@ from lsp_infer.prompts import (
     Prompt,
     Special,
     detect_template,
+    with_repository,
 )
 from lsp_infer.scheduling import Cancelled, CancelToken, ModelLane
 
@@ -311,7 +312,8 @@ class LlamaCppBackend:
         if self.state != "ready" or self.loaded is None:
             raise BackendUnavailable(self.error or f"the model is {self.state}")
         template = self.loaded.template
-        budget = min(job.budget_tokens, self.loaded.n_ctx - job.max_tokens - _CONTEXT_MARGIN)
+        room = self.loaded.n_ctx - job.max_tokens - _CONTEXT_MARGIN
+        budget = min(job.budget_tokens, room - (job.extra_tokens if job.extra else 0))
         window = fit_window(
             job.text, job.offset, budget, self.count_tokens, suffix_tokens=job.suffix_tokens
         )
@@ -322,8 +324,23 @@ class LlamaCppBackend:
         prefix = window.prefix.rstrip(" \t")
         typed_space = window.prefix[len(prefix) :]
         prompt = template.build(prefix, window.suffix, self.loaded.order)
+        if job.extra and job.extra_tokens > 0:
+            files = self._fit_extra(job.extra, job.extra_tokens)
+            prompt = with_repository(template, prompt, files, job.path or "file")
         tokens, healed = self.tokenize_healed(prompt, template.add_bos, heal=not typed_space)
         return self._generate(tokens, job, cancel, healed, typed_space)
+
+    def _fit_extra(self, files: tuple[tuple[str, str], ...], budget: int) -> list[tuple[str, str]]:
+        """The most useful files (the last ones) that fit the token budget, in their order."""
+        kept: list[tuple[str, str]] = []
+        used = 0
+        for path, text in reversed(files):
+            cost = self.count_tokens(f"{path}\n{text}\n") + 1
+            if used + cost > budget:
+                continue
+            kept.append((path, text))
+            used += cost
+        return kept[::-1]
 
     def _generate(
         self,

@@ -129,6 +129,7 @@ def test_checkhealth_reports_server_neovim_and_model(
     assert "ERROR" not in report, report
 
 
+@pytest.mark.timeout(540)  # the team server starts (and loads its model) in this test's setup
 def test_refactor_command_rewrites_the_buffer_with_the_team_model(
     editor_factory: EditorFactory, workspace: Path, team_url: str
 ) -> None:

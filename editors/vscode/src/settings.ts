@@ -12,12 +12,13 @@
 
 export const SECTION = 'lspInfer';
 
-export type SettingValue = string | number | boolean | null;
+export type SettingValue = string | number | boolean | null | readonly string[];
 
 export interface SettingSpec {
   /** Key under `lspInfer.` in VS Code and dotted path in the server's object. */
   readonly key: string;
-  readonly type: 'string' | 'integer' | 'boolean';
+  /** `array`: a list of strings (`items: {"type": "string"}` in package.json). */
+  readonly type: 'string' | 'integer' | 'boolean' | 'array';
   /** The default shown in VS Code (the server's default, in VS Code's representation). */
   readonly default: SettingValue;
   readonly enum?: readonly string[];
@@ -32,7 +33,10 @@ export interface SettingSpec {
 }
 
 export const FIM_TEMPLATES = ['auto', 'qwen', 'starcoder', 'codellama', 'deepseek', 'codestral', 'codegemma'] as const;
-export const FIM_ORDERS = ['auto', 'psm', 'spm'] as const;
+/** The team model's templates: every one but `auto`. */
+export const TEAM_FIM_TEMPLATES = FIM_TEMPLATES.filter((t) => t !== 'auto');
+export const FIM_ORDERS = ['auto', 'psm', 'spm', 'spmv'] as const;
+export const TEAM_APIS = ['chat', 'completions'] as const;
 export const LOG_LEVELS = ['error', 'warning', 'info', 'debug'] as const;
 
 /** Every server setting the extension contributes; package.json must match (tested). */
@@ -66,7 +70,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     minimum: 0,
     maximum: 256,
     nullAs: 'zero',
-    description: 'Threads the model uses. 0: one per available core, at most 8.',
+    description: 'Threads the model uses (1–256). 0: one per available core, at most 8.',
   },
   {
     key: 'model.nBatch',
@@ -88,7 +92,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     type: 'string',
     default: 'auto',
     enum: FIM_ORDERS,
-    description: 'Prompt order: `psm` (prefix, suffix, middle) or `spm` (suffix first, so a keystroke reuses more of the prompt cache). `auto`: the template\'s measured default. Needs a server that knows this setting.',
+    description: 'Prompt layout: `psm` (prefix, suffix, middle), `spm` (suffix first, so a keystroke reuses more of the prompt cache) or `spmv` (`<PRE><SUF>suffix<MID>prefix`: the prefix last). `auto`: the template\'s measured default.',
   },
   {
     key: 'completion.enabled',
@@ -118,7 +122,15 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     default: 512,
     minimum: 64,
     maximum: 32768,
-    description: 'Prompt budget in tokens for the code around the cursor (a quarter at most goes to the code after it).',
+    description: 'Prompt budget in tokens for the code around the cursor (before and after it; see `#lspInfer.completion.suffixTokens#`).',
+  },
+  {
+    key: 'completion.suffixTokens',
+    type: 'integer',
+    default: 128,
+    minimum: 0,
+    maximum: 16384,
+    description: 'The most of the prompt budget, in tokens, that goes to the code after the cursor (never more than half of it); what it leaves goes to the code before it.',
   },
   {
     key: 'completion.timeoutMs',
@@ -126,13 +138,121 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     default: 4000,
     minimum: 100,
     maximum: 120000,
-    description: 'Decoding stops after this many milliseconds; the lines finished by then are kept.',
+    description: 'Decoding stops this many milliseconds after the prompt is evaluated; the lines finished by then are kept.',
   },
   {
     key: 'completion.precompute',
     type: 'boolean',
     default: true,
-    description: 'After a suggestion is shown, compute what would follow it once accepted, while you are idle (uses the CPU between keystrokes). Needs a server that knows this setting.',
+    description: 'After a suggestion is shown, compute what would follow it once accepted, while you are idle (uses the CPU between keystrokes).',
+  },
+  {
+    key: 'team.url',
+    type: 'string',
+    default: '',
+    nullAs: 'emptyString',
+    description: 'Team tier: the shared server\'s OpenAI-compatible API, e.g. `http://gpu-box:8000/v1`. Empty: team features off. The API key is not a setting: run "lsp-infer: Set Team API Key".',
+  },
+  {
+    key: 'team.model',
+    type: 'string',
+    default: '',
+    nullAs: 'emptyString',
+    description: 'Team tier: served model name. Empty: the first model the server lists.',
+  },
+  {
+    key: 'team.api',
+    type: 'string',
+    default: 'chat',
+    enum: TEAM_APIS,
+    description: 'Team tier: `chat` (`/v1/chat/completions`, with the model\'s chat template) or `completions` (`/v1/completions` with a plain prompt; a batch goes as one list of prompts).',
+  },
+  {
+    key: 'team.timeoutMs',
+    type: 'integer',
+    default: 300000,
+    minimum: 1000,
+    maximum: 3600000,
+    description: 'Team tier: a refactor request\'s time limit, in milliseconds.',
+  },
+  {
+    key: 'team.connectTimeoutMs',
+    type: 'integer',
+    default: 5000,
+    minimum: 100,
+    maximum: 60000,
+    description: 'Team tier: how long connecting to the shared server may take, in milliseconds.',
+  },
+  {
+    key: 'team.maxTokens',
+    type: 'integer',
+    default: 8192,
+    minimum: 16,
+    maximum: 131072,
+    description: 'Team tier: upper bound on a rewrite\'s length in tokens; each file asks for about half again its size.',
+  },
+  {
+    key: 'team.maxConcurrency',
+    type: 'integer',
+    default: 4,
+    minimum: 1,
+    maximum: 64,
+    description: 'Team tier: requests in flight per batch.',
+  },
+  {
+    key: 'team.batchWindowMs',
+    type: 'integer',
+    default: 100,
+    minimum: 0,
+    maximum: 10000,
+    description: 'Team tier: refactors arriving within this many milliseconds go out as one batch.',
+  },
+  {
+    key: 'team.retries',
+    type: 'integer',
+    default: 2,
+    minimum: 0,
+    maximum: 10,
+    description: 'Team tier: retries for connection errors and HTTP 429/503 (honouring Retry-After).',
+  },
+  {
+    key: 'team.priority',
+    type: 'boolean',
+    default: false,
+    description: 'Team tier: send vLLM\'s `priority` field (needs `vllm serve --scheduling-policy priority`, which `lsp-infer team-server` sets).',
+  },
+  {
+    key: 'team.verifyTls',
+    type: 'boolean',
+    default: true,
+    description: 'Team tier: verify the shared server\'s TLS certificate (for an `https` URL). Turn off only for a server you trust on a network you trust: the API key goes with every request.',
+  },
+  {
+    key: 'team.completions',
+    type: 'boolean',
+    default: false,
+    description: 'Team tier: explicitly invoked completions (not automatic ones) may use the team model, with the local model as the fallback on timeout or error.',
+  },
+  {
+    key: 'team.completionTimeoutMs',
+    type: 'integer',
+    default: 3000,
+    minimum: 100,
+    maximum: 60000,
+    description: 'Team tier: after this many milliseconds, an explicitly invoked completion from the team model falls back to the local model.',
+  },
+  {
+    key: 'team.fimTemplate',
+    type: 'string',
+    default: 'qwen',
+    enum: TEAM_FIM_TEMPLATES,
+    description: 'Team tier: the team model\'s fill-in-the-middle format (for `#lspInfer.team.completions#`).',
+  },
+  {
+    key: 'exclude',
+    type: 'array',
+    default: [],
+    description: 'Extra exclusion patterns (gitignore syntax), on top of the secret-file defaults and `.lspinferignore`: matching files never enter a prompt or reach the team server.',
   },
   {
     key: 'logLevel',
@@ -142,24 +262,10 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     description: 'How much the server logs (to the lsp-infer output channel).',
   },
   {
-    key: 'team.url',
-    type: 'string',
-    default: '',
-    description: 'Team tier: OpenAI-compatible endpoint of the shared server, e.g. `http://host:8000/v1`. Empty: team features off. The API key is not a setting: run "lsp-infer: Set Team API Key".',
-  },
-  {
-    key: 'team.model',
-    type: 'string',
-    default: '',
-    description: 'Team tier: model name on the shared server. Empty: the server\'s choice.',
-  },
-  {
-    key: 'team.timeoutMs',
-    type: 'integer',
-    default: 120000,
-    minimum: 1000,
-    maximum: 600000,
-    description: 'Team tier: how long a request to the shared server may take, in milliseconds.',
+    key: 'debug',
+    type: 'boolean',
+    default: false,
+    description: 'For tests and bug reports: enables `lspInfer/debug/document` (the server\'s copy of a document). Off by default: it hands out document text on request.',
   },
 ];
 

@@ -33,6 +33,7 @@ describe('package.json', () => {
       assert.deepEqual(prop.enum, spec.enum === undefined ? undefined : [...spec.enum], spec.key);
       assert.equal(prop.minimum, spec.minimum, spec.key);
       assert.equal(prop.maximum, spec.maximum, spec.key);
+      assert.deepEqual(prop.items, spec.type === 'array' ? { type: 'string' } : undefined, spec.key);
       assert.ok(typeof (prop.markdownDescription ?? prop.description) === 'string', spec.key);
     }
   });
@@ -49,9 +50,14 @@ describe('package.json', () => {
     assert.ok(!Object.keys(properties).some((key) => /apikey/i.test(key)), 'no API key setting: SecretStorage only');
   });
 
-  test('settings that run programs or send the API key are restricted in untrusted workspaces', () => {
+  test('settings that run programs, send the API key or weaken exclusions are restricted in untrusted workspaces', () => {
     const restricted: string[] = pkg.capabilities.untrustedWorkspaces.restrictedConfigurations;
-    for (const key of ['lspInfer.server.command', 'lspInfer.server.pythonPath', 'lspInfer.model.path', 'lspInfer.team.url']) {
+    // exclude: a workspace value replaces the user's list (VS Code does not merge arrays), so an
+    // untrusted workspace could drop the user's own patterns. verifyTls: the API key goes with
+    // every request to team.url.
+    const keys = ['lspInfer.server.command', 'lspInfer.server.pythonPath', 'lspInfer.model.path', 'lspInfer.team.url', 'lspInfer.team.verifyTls', 'lspInfer.exclude'];
+    assert.deepEqual([...restricted].sort(), [...keys].sort());
+    for (const key of keys) {
       assert.ok(restricted.includes(key), key);
       assert.ok(key in properties, key);
     }

@@ -88,6 +88,33 @@ describe('buildServerSettings', () => {
     assert.deepEqual(buildServerSettings(reader({}), 'sk-123456'), { team: { apiKey: 'sk-123456' } });
   });
 
+  test('team settings: "" for url and model is null; the rest pass unchanged', () => {
+    assert.deepEqual(buildServerSettings(reader({ 'team.url': '', 'team.model': ' ' })), { team: { url: null, model: null } });
+    assert.deepEqual(
+      buildServerSettings(
+        reader({
+          'team.api': 'completions',
+          'team.timeoutMs': 600000,
+          'team.verifyTls': false,
+          'team.completions': true,
+          'team.fimTemplate': 'starcoder',
+          'team.batchWindowMs': 0,
+          'team.retries': 0,
+        }),
+      ),
+      { team: { api: 'completions', timeoutMs: 600000, verifyTls: false, completions: true, fimTemplate: 'starcoder', batchWindowMs: 0, retries: 0 } },
+    );
+  });
+
+  test('exclude is a list of patterns, sent as is; debug and suffixTokens are plain values', () => {
+    assert.deepEqual(buildServerSettings(reader({ exclude: ['*.pem', 'secrets/**'], debug: true, 'completion.suffixTokens': 0 })), {
+      exclude: ['*.pem', 'secrets/**'],
+      debug: true,
+      completion: { suffixTokens: 0 },
+    });
+    assert.deepEqual(buildServerSettings(reader({ exclude: [] })), { exclude: [] });
+  });
+
   test('no API key, or an empty one: no team.apiKey and no team object', () => {
     assert.deepEqual(buildServerSettings(reader({}), undefined), {});
     assert.deepEqual(buildServerSettings(reader({}), ''), {});
@@ -97,7 +124,7 @@ describe('buildServerSettings', () => {
   test('every server setting maps to its dotted path', () => {
     const all: Record<string, unknown> = {};
     for (const spec of SERVER_SETTINGS) {
-      all[spec.key] = spec.type === 'boolean' ? false : spec.type === 'integer' ? 7 : 'v';
+      all[spec.key] = spec.type === 'boolean' ? false : spec.type === 'integer' ? 7 : spec.type === 'array' ? ['v'] : 'v';
     }
     const settings = buildServerSettings(reader(all));
     for (const spec of SERVER_SETTINGS) {
@@ -105,7 +132,7 @@ describe('buildServerSettings', () => {
       for (const part of spec.key.split('.')) {
         node = (node as Record<string, unknown>)[part];
       }
-      assert.equal(node, all[spec.key], spec.key);
+      assert.deepEqual(node, all[spec.key], spec.key);
     }
   });
 });
@@ -146,7 +173,27 @@ describe('settings table', () => {
     expect('logLevel', { default: 'info', enum: ['error', 'warning', 'info', 'debug'] });
     expect('model.path', { default: '', nullAs: 'emptyString' });
     expect('model.sha256', { default: '', nullAs: 'emptyString' });
+    expect('model.fimOrder', { default: 'auto', enum: ['auto', 'psm', 'spm', 'spmv'] });
+    expect('completion.suffixTokens', { default: 128, minimum: 0, maximum: 16384 });
+    expect('completion.precompute', { default: true, type: 'boolean' });
+    expect('team.url', { default: '', nullAs: 'emptyString' });
+    expect('team.model', { default: '', nullAs: 'emptyString' });
+    expect('team.api', { default: 'chat', enum: ['chat', 'completions'] });
+    expect('team.timeoutMs', { default: 300000, minimum: 1000, maximum: 3600000 });
+    expect('team.connectTimeoutMs', { default: 5000, minimum: 100, maximum: 60000 });
+    expect('team.maxTokens', { default: 8192, minimum: 16, maximum: 131072 });
+    expect('team.maxConcurrency', { default: 4, minimum: 1, maximum: 64 });
+    expect('team.batchWindowMs', { default: 100, minimum: 0, maximum: 10000 });
+    expect('team.retries', { default: 2, minimum: 0, maximum: 10 });
+    expect('team.priority', { default: false, type: 'boolean' });
+    expect('team.verifyTls', { default: true, type: 'boolean' });
+    expect('team.completions', { default: false, type: 'boolean' });
+    expect('team.completionTimeoutMs', { default: 3000, minimum: 100, maximum: 60000 });
+    expect('team.fimTemplate', { default: 'qwen', enum: ['qwen', 'starcoder', 'codellama', 'deepseek', 'codestral', 'codegemma'] });
+    expect('exclude', { default: [], type: 'array' });
+    expect('debug', { default: false, type: 'boolean' });
     assert.ok(!byKey.has('team.apiKey'), 'the API key is a secret, not a setting');
+    assert.equal(byKey.size, SERVER_SETTINGS.length, 'no key twice');
   });
 
   test('defaults satisfy their own enum and bounds', () => {

@@ -1,0 +1,93 @@
+"""Extra context: the ring of recent chunks, definitions by text search, the pick under a budget."""
+
+from __future__ import annotations
+
+from lsp_infer.extra_context import (
+    Chunk,
+    ChunkRing,
+    OpenDocument,
+    chunk_around,
+    find_definition,
+    identifiers_near,
+    imported_names,
+    select,
+)
+from lsp_infer.prompts import TEMPLATES, prompt_text, with_repository
+
+DECODER = "import re\n\nclass JSONDecoder(object):\n    def decode(self, s):\n        return s\n"
+MAIN = (
+    "from .decoder import JSONDecoder, JSONDecodeError\n\n"
+    "def loads(s):\n    return _default_decoder.decode("
+)
+
+
+def chunk(uri: str, text: str) -> Chunk:
+    return Chunk(uri, uri.rsplit("/", 1)[-1], 0, text)
+
+
+def test_ring_keeps_the_newest_and_drops_near_duplicates() -> None:
+    ring = ChunkRing(size=2)
+    ring.add(chunk("file:///a.py", "a = 1\nb = 2\nc = 3"))
+    ring.add(chunk("file:///a.py", "a = 1\nb = 2\nc = 3\nd = 4"))  # mostly the same: replaces
+    assert len(ring) == 1
+    ring.add(chunk("file:///b.py", "x = 1"))
+    ring.add(chunk("file:///c.py", "y = 2"))
+    assert [c.uri for c in ring] == ["file:///b.py", "file:///c.py"]
+    ring.forget("file:///c.py")
+    assert [c.uri for c in ring] == ["file:///b.py"]
+
+
+def test_chunk_around_is_stable_for_nearby_lines() -> None:
+    text = "\n".join(f"line {i}" for i in range(200))
+    assert (
+        chunk_around("u", "p", text, 100).start_line == chunk_around("u", "p", text, 110).start_line
+    )
+
+
+def test_definitions_and_names() -> None:
+    assert find_definition("JSONDecoder", DECODER) == 2
+    assert find_definition("decode", DECODER) == 3
+    assert find_definition("loads", DECODER) is None
+    assert identifiers_near(MAIN, len(MAIN))[:2] == ["decode", "_default_decoder"]
+    assert imported_names(MAIN) == ["JSONDecoder", "JSONDecodeError"]
+    assert imported_names("from x import (\n    alpha,\n    beta as b,\n)\n") == ["alpha", "beta"]
+
+
+def test_select_prefers_definitions_of_names_near_the_cursor() -> None:
+    documents = [
+        OpenDocument("file:///w/decoder.py", "decoder.py", DECODER),
+        OpenDocument("file:///w/other.py", "other.py", "unrelated = 1\n"),
+    ]
+    chosen = select(
+        "file:///w/__init__.py", MAIN, len(MAIN), [], documents, 10_000, lambda _u: False
+    )
+    assert chosen[-1].path == "decoder.py"  # the most useful last, next to the code
+    assert "class JSONDecoder" in chosen[-1].text
+
+
+def test_select_respects_budget_and_exclusions() -> None:
+    documents = [
+        OpenDocument("file:///w/.env", ".env", "TOKEN = secret\n"),
+        OpenDocument("file:///w/decoder.py", "decoder.py", DECODER),
+    ]
+    chosen = select("file:///w/__init__.py", MAIN, len(MAIN), [], documents, 10_000,
+                    lambda uri: uri.endswith(".env"))  # fmt: skip
+    assert all("secret" not in c.text for c in chosen)
+    assert (
+        select("file:///w/__init__.py", MAIN, len(MAIN), [], documents, 10, lambda _u: False) == ()
+    )
+
+
+def test_repository_prompt() -> None:
+    fim = TEMPLATES["qwen"].build("P", "S", "spmv")
+    prompt = prompt_text(with_repository(TEMPLATES["qwen"], fim, [("a.py", "x = 1\n")], "b.py"))
+    assert prompt == (
+        "<|repo_name|>workspace\n<|file_sep|>a.py\nx = 1\n<|file_sep|>b.py\n"
+        "<|fim_prefix|><|fim_suffix|>S<|fim_middle|>P"
+    )
+    # Without a repository format the files go into the prefix, before the code.
+    deepseek = TEMPLATES["deepseek"]
+    plain = prompt_text(
+        with_repository(deepseek, deepseek.build("P", "S"), [("a.py", "x = 1")], "b.py")
+    )
+    assert "# file: a.py\nx = 1\n\nP" in plain
