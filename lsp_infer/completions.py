@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from lsp_infer.backends import JobProgress
 from lsp_infer.cache import (
@@ -30,7 +31,7 @@ from lsp_infer.cache import (
     type_ahead,
     typed_since,
 )
-from lsp_infer.config import CompletionSettings
+from lsp_infer.config import CompletionSettings, ContextSettings
 from lsp_infer.context import MAX_CHARS_PER_TOKEN
 from lsp_infer.engine import CompletionEngine, Suggestion
 from lsp_infer.scheduling import Cancelled, CancelReason, CancelToken, ModelLane
@@ -49,7 +50,9 @@ class Flight:
     origin_length: int  # document length at origin (to find the cursor after an insertion)
     lead: str  # text assumed typed at origin before the generation's own output (precompute)
     settings_key: Hashable
-    precompute: bool
+    precompute: bool  # background work (idle precompute or a context refresh), not a request
+    extra: tuple[tuple[str, str], ...] = ()  # other files' code in the prompt (pinned)
+    extra_tokens: int = 0  # its token budget
     token: CancelToken = field(default_factory=CancelToken)
     progress: JobProgress = field(default_factory=JobProgress)
     task: asyncio.Future[Suggestion] | None = None
@@ -71,14 +74,32 @@ class _Superseded(Exception):
     pass
 
 
+class ContextSource(Protocol):
+    """Where other files' code comes from (the server: open documents, the chunk ring)."""
+
+    def pick(self, uri: str, text: str, offset: int, budget_tokens: int) -> Extra: ...
+
+    def path(self, uri: str) -> str: ...
+
+
+Extra = tuple[tuple[str, str], ...]
+
+
 class Completions:
-    def __init__(self, engine: CompletionEngine, lane: ModelLane) -> None:
+    def __init__(
+        self, engine: CompletionEngine, lane: ModelLane, context: ContextSource | None = None
+    ) -> None:
         self.engine = engine
         self.lane = lane
+        self.context = context
         self.stats = Stats()
         self.cache = SuggestionCache()
         self._flights: dict[str, Flight] = {}
         self._shown: dict[str, Shown] = {}
+        # Extra context is pinned per document while the user types (it comes first in the
+        # prompt: a stable pick keeps the KV cache valid) and refreshed when they pause.
+        self._pinned: dict[str, Extra] = {}
+        self._idle: dict[str, asyncio.TimerHandle] = {}
 
     # -- requests -------------------------------------------------------------------
 
@@ -90,17 +111,23 @@ class Completions:
         settings: CompletionSettings,
         model_key: Hashable,
         is_current: Callable[[], bool] = lambda: True,
+        context_settings: ContextSettings | None = None,
     ) -> str:
         """The suggestion at ``offset``; "" when there is none or the request went stale
         (``is_current`` says whether the document is still the version ``text`` came from)."""
         started = time.monotonic()
         self.stats.requests += 1
         self.stats.queue_depth_max = max(self.stats.queue_depth_max, self.lane.pending)
+        self._yield_background(uri)
         reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
         context = CursorContext.at(text, offset, reach)
-        key = (model_key, settings.max_tokens, settings.max_lines, settings.context_tokens)
+        extra = self._extra(uri, text, offset, context_settings)
+        key = self._key(model_key, settings, context_settings, extra)
         try:
-            answer, source = await self._answer(uri, text, offset, context, key, settings)
+            budget = context_settings.extra_tokens if context_settings else 0
+            answer, source = await self._answer(
+                uri, text, offset, context, key, settings, extra, budget
+            )
         except _Superseded:
             self.stats.superseded += 1
             return ""
@@ -119,8 +146,73 @@ class Completions:
             self.stats.suggested += 1
             self._shown[uri] = Shown(context, answer)
             if settings.precompute and uri not in self._flights:
-                self._precompute(uri, text, offset, answer, key, settings)
+                budget = context_settings.extra_tokens if context_settings else 0
+                self._precompute(uri, text, offset, answer, key, settings, extra, budget)
+        if context_settings is not None and context_settings.enabled:
+            self._when_idle(uri, text, offset, settings, model_key, context_settings)
         return answer
+
+    # -- extra context ----------------------------------------------------------------
+
+    @staticmethod
+    def _key(
+        model_key: Hashable,
+        settings: CompletionSettings,
+        context_settings: ContextSettings | None,
+        extra: Extra,
+    ) -> Hashable:
+        """Everything besides the cursor context that shapes a suggestion."""
+        budget = context_settings.extra_tokens if context_settings else 0
+        return (model_key, settings.max_tokens, settings.max_lines, settings.context_tokens,
+                settings.suffix_tokens, budget, hash(extra))  # fmt: skip
+
+    def _extra(
+        self, uri: str, text: str, offset: int, context_settings: ContextSettings | None
+    ) -> Extra:
+        if self.context is None or context_settings is None or not context_settings.enabled:
+            return ()
+        if uri not in self._pinned:
+            self._pinned[uri] = self.context.pick(uri, text, offset, context_settings.extra_tokens)
+        return self._pinned[uri]
+
+    def _when_idle(
+        self,
+        uri: str,
+        text: str,
+        offset: int,
+        settings: CompletionSettings,
+        model_key: Hashable,
+        context_settings: ContextSettings,
+    ) -> None:
+        """After a pause, pick the extra context again; if it changed, compute the suggestion
+        here with it in the background (which also puts the new prompt in the KV cache)."""
+        if (timer := self._idle.pop(uri, None)) is not None:
+            timer.cancel()
+
+        def refresh() -> None:
+            self._idle.pop(uri, None)
+            if self.context is None or uri in self._flights:
+                return  # something is running: the user is not idle after all
+            fresh = self.context.pick(uri, text, offset, context_settings.extra_tokens)
+            if fresh == self._pinned.get(uri):
+                return
+            self._pinned[uri] = fresh
+            reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
+            origin = CursorContext.at(text, offset, reach)
+            key = self._key(model_key, settings, context_settings, fresh)
+            self._start(
+                uri, text, offset, origin, "", key, settings,
+                precompute=True, extra=fresh, extra_tokens=context_settings.extra_tokens,
+            )  # fmt: skip
+
+        loop = asyncio.get_running_loop()
+        self._idle[uri] = loop.call_later(context_settings.idle_ms / 1000, refresh)
+
+    def _yield_background(self, uri: str) -> None:
+        """The user is active: background work for other documents stops (one model lane)."""
+        for other, flight in list(self._flights.items()):
+            if other != uri and flight.precompute:
+                flight.token.cancel(CancelReason.SUPERSEDED)
 
     async def _answer(
         self,
@@ -130,6 +222,8 @@ class Completions:
         context: CursorContext,
         key: Hashable,
         settings: CompletionSettings,
+        extra: Extra = (),
+        extra_tokens: int = 0,
     ) -> tuple[str, str]:
         """The answer and where it came from."""
         reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
@@ -156,7 +250,10 @@ class Completions:
                     self.stats.in_flight_hits += 1
                     return rest, "in-flight"
                 # The generation went elsewhere than the user typed: start afresh.
-        flight = self._start(uri, text, offset, context, "", key, settings, precompute=False)
+        flight = self._start(
+            uri, text, offset, context, "", key, settings,
+            precompute=False, extra=extra, extra_tokens=extra_tokens,
+        )  # fmt: skip
         return await self._wait_for(flight), "model"
 
     async def _wait_for(self, flight: Flight) -> str:
@@ -191,12 +288,14 @@ class Completions:
         precompute: bool,
         job_text: str | None = None,
         job_offset: int | None = None,
+        extra: Extra = (),
+        extra_tokens: int = 0,
     ) -> Flight:
         previous = self._flights.get(uri)
         if previous is not None:
             previous.token.cancel(CancelReason.SUPERSEDED)
         reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
-        flight = Flight(uri, reach, origin, len(text), lead, key, precompute)
+        flight = Flight(uri, reach, origin, len(text), lead, key, precompute, extra, extra_tokens)
         self._flights[uri] = flight
         flight.task = asyncio.ensure_future(
             self._run(
@@ -217,6 +316,8 @@ class Completions:
         shown: str,
         key: Hashable,
         settings: CompletionSettings,
+        extra: Extra = (),
+        extra_tokens: int = 0,
     ) -> None:
         """Generate, in the background, what would follow if the user accepted ``shown``."""
         reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
@@ -227,6 +328,7 @@ class Completions:
         self._start(
             uri, text, offset, origin, shown, key, settings,
             precompute=True, job_text=accepted, job_offset=offset + len(shown),
+            extra=extra, extra_tokens=extra_tokens,
         )  # fmt: skip
 
     async def _run(
@@ -235,8 +337,11 @@ class Completions:
         self.stats.generations += 1
         try:
             suggestion = await self.engine.complete(
-                text, offset, settings, flight.token, flight.progress
-            )
+                text, offset, settings, flight.token, flight.progress,
+                extra=flight.extra,
+                extra_tokens=flight.extra_tokens,
+                path=self.context.path(flight.uri) if self.context else "",
+            )  # fmt: skip
             context = CursorContext.at(text, offset, flight.reach)
             self.cache.put(context, flight.settings_key, suggestion.text)
             return suggestion
@@ -262,6 +367,9 @@ class Completions:
     def document_changed(self, uri: str, text: str) -> None:
         """An edit: keep a generation the edit continues, cancel any other (latest wins)."""
         self.stats.keystrokes += 1
+        self._yield_background(uri)
+        if (timer := self._idle.pop(uri, None)) is not None:
+            timer.cancel()  # not idle: the refresh waits for the next pause
         flight = self._flights.get(uri)
         if flight is None:
             return
@@ -276,11 +384,15 @@ class Completions:
         if flight is not None:
             flight.token.cancel(CancelReason.DOCUMENT_CLOSED)
         self._shown.pop(uri, None)
+        self._pinned.pop(uri, None)
+        if (timer := self._idle.pop(uri, None)) is not None:
+            timer.cancel()
 
     def forget_suggestions(self) -> None:
         """The model changed: suggestions shown or cached came from the old one. (Running
         generations are on the lane behind the reload and will use the new model.)"""
         self._shown.clear()
+        self._pinned.clear()
         self.cache.clear()
 
     def shutdown(self) -> None:

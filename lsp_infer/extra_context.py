@@ -215,3 +215,40 @@ def select(
         used += cost
     # The most useful chunk goes last, next to the file being completed.
     return tuple(reversed(chosen))
+
+
+class WorkspaceContext:
+    """The server's source of extra context: the chunk ring fed by document events, and the
+    open documents. Implements completions.ContextSource."""
+
+    def __init__(
+        self,
+        open_documents: Callable[[], Iterable[OpenDocument]],
+        excluded: Callable[[str], bool],
+        relative_path: Callable[[str], str],
+    ) -> None:
+        self.ring = ChunkRing()
+        self._last_region: dict[str, int] = {}
+        self._open_documents = open_documents
+        self._excluded = excluded
+        self._relative_path = relative_path
+
+    def note(self, uri: str, text: str, line: int) -> None:
+        """A region the user opened, edited, saved or visited. Cheap to call per keystroke:
+        the chunk is only cut when the edits move to another region of the file."""
+        region = line // (CHUNK_LINES // 2)
+        if self._last_region.get(uri) == region or self._excluded(uri):
+            return
+        self._last_region[uri] = region
+        self.ring.add(chunk_around(uri, self._relative_path(uri), text, line))
+
+    def pick(
+        self, uri: str, text: str, offset: int, budget_tokens: int
+    ) -> tuple[tuple[str, str], ...]:
+        chunks = select(
+            uri, text, offset, self.ring, self._open_documents(), budget_tokens * 4, self._excluded
+        )
+        return tuple((chunk.path, chunk.text) for chunk in chunks)
+
+    def path(self, uri: str) -> str:
+        return self._relative_path(uri)

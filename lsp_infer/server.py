@@ -27,8 +27,9 @@ from lsp_infer.completions import Completions
 from lsp_infer.config import ModelSettings, load_settings
 from lsp_infer.documents import DocumentNotOpen, DocumentStore
 from lsp_infer.engine import CompletionEngine
+from lsp_infer.extra_context import OpenDocument, WorkspaceContext
 from lsp_infer.positions import PositionError, position_at
-from lsp_infer.privacy import Policy
+from lsp_infer.privacy import NotAllowed, Policy, path_of
 from lsp_infer.protocol import (
     DEBUG_DOCUMENT_METHOD,
     SECTION,
@@ -88,6 +89,7 @@ class LspInferProtocol(LanguageServerProtocol):
     ) -> Generator[Any, Any, None]:
         doc = params.text_document
         self._server.documents.open(doc.uri, doc.version, doc.text, doc.language_id)
+        self._server.context.note(doc.uri, doc.text, 0)
         yield from self._user_handler(types.TEXT_DOCUMENT_DID_OPEN, params)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -106,6 +108,9 @@ class LspInferProtocol(LanguageServerProtocol):
             # refactor in flight for it (its result would be for an old version).
             self._server.completions.document_changed(doc.uri, snapshot.text)
             self._server.team.document_changed(doc.uri)
+            first = params.content_changes[0] if params.content_changes else None
+            if isinstance(first, types.TextDocumentContentChangePartial):
+                self._server.context.note(doc.uri, snapshot.text, first.range.start.line)
         yield from self._user_handler(types.TEXT_DOCUMENT_DID_CHANGE, params)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -134,7 +139,8 @@ class LspInferServer(LanguageServer):
         self.documents = DocumentStore()
         self.lane = ModelLane()
         self.backend = LlamaCppBackend(self.lane)
-        self.completions = Completions(CompletionEngine(self.backend), self.lane)
+        self.context = WorkspaceContext(self._open_documents, self._excluded, self.relative_path)
+        self.completions = Completions(CompletionEngine(self.backend), self.lane, self.context)
         self.team = TeamCommands(self)
         self.settings, self._problems = load_settings(None, self.env)
         self._init_options: Any = None
@@ -229,6 +235,27 @@ class LspInferServer(LanguageServer):
             self._reported_model_error = error
             self.show(f"lsp-infer: completions are off: {error}", types.MessageType.Error)
 
+    def _open_documents(self) -> list[OpenDocument]:
+        return [
+            OpenDocument(uri, self.relative_path(uri), snapshot.text)
+            for uri in self.documents.uris()
+            if (snapshot := self.documents.find(uri)) is not None
+        ]
+
+    def _excluded(self, uri: str) -> bool:
+        return self.policy().excluded(uri)
+
+    def relative_path(self, uri: str) -> str:
+        """A document's path as the model should see it: relative to its workspace folder."""
+        try:
+            path = path_of(uri)
+        except NotAllowed:
+            return uri.rsplit("/", 1)[-1] or uri
+        for root in self.policy().roots:
+            if path == root or root in path.parents:
+                return path.relative_to(root).as_posix()
+        return path.name
+
     def policy(self) -> Policy:
         """What may be read and sent, for the current workspace folders and settings."""
         workspace = self.workspace
@@ -272,6 +299,7 @@ class LspInferServer(LanguageServer):
                 self.settings.completion,
                 dataclasses.astuple(self.settings.model),  # same settings, same model
                 is_current,
+                self.settings.context,
             )
         except BackendUnavailable as exc:
             self.report_model_error(str(exc))
