@@ -60,6 +60,9 @@ class CompletionSettings:
     timeout_ms: int = _bounded(4000, 100, 120000)
     # After a suggestion is shown, generate what would follow its acceptance while idle.
     precompute: bool = True
+    # An automatic request waits this long before starting the model; a newer keystroke in
+    # that time makes it stale (answered empty) without any model work. 0 turns it off.
+    debounce_ms: int = _bounded(50, 0, 2000)
 
 
 @dataclass(kw_only=True)

@@ -300,6 +300,7 @@ class LspInferServer(LanguageServer):
                 dataclasses.astuple(self.settings.model),  # same settings, same model
                 is_current,
                 self.settings.context,
+                explicit,
             )
         except BackendUnavailable as exc:
             self.report_model_error(str(exc))

@@ -217,9 +217,7 @@ class TeamClient:
             except httpx.TimeoutException:
                 raise self._timeout() from None
             except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                raise TeamError(
-                    "incomplete", f"the team server closed the connection mid-answer ({exc})"
-                ) from None
+                raise self._cut(exc) from None
 
     def _unreachable(self, exc: Exception) -> TeamError:
         return TeamError(
@@ -227,6 +225,10 @@ class TeamClient:
             f"cannot connect to the team server at {self.base} ({type(exc).__name__}); is it "
             "running? Check team.url",
         )
+
+    @staticmethod
+    def _cut(exc: Exception) -> TeamError:
+        return TeamError("incomplete", f"the team server closed the connection mid-answer ({exc})")
 
     def _timeout(self) -> TeamError:
         return TeamError(
@@ -333,10 +335,8 @@ class TeamClient:
         parts: list[str] = []
         finish: str | None = None
         usage: dict[str, Any] = {}
-        done = False
         async for data in self._stream_lines(url, body):
             if data == "[DONE]":
-                done = True
                 break
             try:
                 chunk = json.loads(data)
@@ -357,7 +357,9 @@ class TeamClient:
                     if on_text:
                         on_text(piece)
                 finish = choice.get("finish_reason") or finish
-        if not done and finish is None:
+        if finish is None:
+            # vLLM always ends with a finish_reason; a stream without one was cut short (or
+            # interrupted by the server), whatever else it sent.
             raise TeamError(
                 "incomplete", "the team server ended the stream before the answer was finished"
             )

@@ -6,16 +6,16 @@ client and calls :func:`initialize` with the capabilities and options it needs.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
+
+from tests.helpers import plain, raw_request  # noqa: F401  (re-exported for the tests)
 
 SERVER_COMMAND = [sys.executable, "-m", "lsp_infer", "serve", "--log-level", "debug"]
 
@@ -43,8 +43,14 @@ async def initialize(
     configuration: Any = None,
     inline: bool = True,
     workspace: Path | None = None,
+    extra_context: bool = False,
 ) -> types.InitializeResult:
-    """Initialize like an editor would; ``configuration`` answers workspace/configuration."""
+    """Initialize like an editor would; ``configuration`` answers workspace/configuration.
+
+    Extra context (other open documents in the prompt) is off unless a test asks for it: the
+    tests here open many small look-alike files, which would be each other's context."""
+    if options is None or isinstance(options, dict):
+        options = {"context": {"enabled": extra_context}, **(options or {})}
     general = (
         types.GeneralClientCapabilities(
             position_encodings=[types.PositionEncodingKind(e) for e in encodings]
@@ -105,21 +111,3 @@ def end_of(text: str) -> tuple[int, int]:
     lines = text.split("\n")
     last = lines[-1]
     return len(lines) - 1, len(last.encode("utf-16-le")) // 2
-
-
-async def raw_request(client: LanguageClient, method: str, params: Any) -> Any:
-    """Send a request with untyped params (pygls' typed client would refuse to build it)."""
-    msg_id = f"raw-{uuid.uuid4()}"
-    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    client.protocol._request_futures[msg_id] = future
-    client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-    return await future
-
-
-def plain(value: Any) -> Any:
-    """pygls' client turns untyped JSON objects into namedtuples; turn them back into dicts."""
-    if hasattr(value, "_asdict"):
-        return {key: plain(item) for key, item in value._asdict().items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(item) for item in value]
-    return value

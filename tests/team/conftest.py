@@ -24,6 +24,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from lsp_infer.models import ensure_default_model
+from tests.helpers import plain
 
 API_KEY = "sk-lsp-infer-test-key"
 
@@ -142,7 +143,11 @@ async def start(client: LanguageClient, workspace: Path, team: dict[str, Any]) -
             ),
             root_uri=root,
             workspace_folders=[types.WorkspaceFolder(uri=root, name="ws")],
-            initialization_options={"team": {"maxTokens": 512, "timeoutMs": 120000, **team}},
+            # llama_cpp.server interrupts a running stream when the next request arrives, so
+            # the stand-in gets one request at a time (vLLM batches concurrent ones).
+            initialization_options={
+                "team": {"maxTokens": 512, "timeoutMs": 120000, "maxConcurrency": 1, **team}
+            },
         )
     )
 
@@ -165,15 +170,7 @@ async def run_command(
     result = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command=command, arguments=[argument])
     )
-    return _plain(result)
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "_asdict"):
-        return {k: _plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
+    return plain(result)
 
 
 def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:

@@ -9,6 +9,8 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from tests.helpers import raw_request
+
 from .conftest import (
     API_KEY,
     TeamServer,
@@ -165,20 +167,28 @@ async def test_not_configured(client: LanguageClient, tmp_path: Path):
         client, "lspInfer.refactorFile", {"uri": uri, "instruction": INSTRUCTION}
     )
     assert outcome(result)["status"] == "refused" and "team.url" in outcome(result)["message"]
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)),
-            context=types.CodeActionContext(diagnostics=[]),
-        )
-    )
-    assert actions and actions[0].disabled is not None
+    actions = await code_actions(client, uri)
+    assert actions and "team.url" in actions[0]["disabled"]["reason"]
+
+
+async def code_actions(client: LanguageClient, uri: str, only: list[str] | None = None) -> list:
+    context: dict = {"diagnostics": []}
+    if only:
+        context["only"] = only
+    span = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+    params = {"textDocument": {"uri": uri}, "range": span, "context": context}
+    return await raw_request(client, "textDocument/codeAction", params)
 
 
 async def faulty(
     client: LanguageClient, team_server: TeamServer, tmp_path: Path, mode: str, **team
 ) -> dict:
-    await start(client, tmp_path, {"url": team_server.mode(mode), "apiKey": API_KEY, **team})
+    # team.model is set, so the fault hits the refactor request itself (not /v1/models).
+    await start(
+        client,
+        tmp_path,
+        {"url": team_server.mode(mode), "apiKey": API_KEY, "model": "coder", **team},
+    )
     uri = open_file(client, tmp_path / f"{mode}.py", SOURCE)
     result = await run_command(
         client, "lspInfer.refactorFile", {"uri": uri, "instruction": INSTRUCTION}
@@ -195,7 +205,7 @@ async def test_http_500(client: LanguageClient, team_server: TeamServer, tmp_pat
 
 async def test_malformed_json(client: LanguageClient, team_server: TeamServer, tmp_path: Path):
     result = await faulty(client, team_server, tmp_path, "malformed")
-    assert result["status"] == "failed" and "not JSON" in result["message"]
+    assert result["status"] == "failed" and "JSON" in result["message"]
 
 
 async def test_stream_cut_midway(client: LanguageClient, team_server: TeamServer, tmp_path: Path):
@@ -230,22 +240,10 @@ async def test_code_action_asks_for_the_instruction(
 ):
     await start(client, tmp_path, {"url": team_server.mode("ok"), "apiKey": API_KEY})
     uri = open_file(client, tmp_path / "action.py", SOURCE)
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=types.Range(start=types.Position(0, 0), end=types.Position(0, 0)),
-            context=types.CodeActionContext(
-                diagnostics=[], only=[types.CodeActionKind.RefactorRewrite]
-            ),
-        )
-    )
-    assert (
-        actions
-        and actions[0].kind == types.CodeActionKind.RefactorRewrite
-        and actions[0].disabled is None
-    )
-    command = actions[0].command
-    result = await run_command(client, command.command, dict(command.arguments[0]))
+    actions = await code_actions(client, uri, only=["refactor.rewrite"])
+    assert actions and actions[0]["kind"] == "refactor.rewrite" and "disabled" not in actions[0]
+    command = actions[0]["command"]
+    result = await run_command(client, command["command"], command["arguments"][0])
     assert outcome(result)["status"] in ("applied", "unchanged"), result
     # The client was asked, picked the second preset, and that instruction was sent.
     assert "Add docstrings to public functions and classes" in team_server.requests_logged()

@@ -19,7 +19,7 @@ from lsp_infer.config import CompletionSettings
 from lsp_infer.engine import CompletionEngine
 from lsp_infer.scheduling import CancelReason, CancelToken, ModelLane
 
-SETTINGS = CompletionSettings(precompute=False)
+SETTINGS = CompletionSettings(precompute=False, debounce_ms=0)
 
 
 class ScriptedBackend:
@@ -55,6 +55,8 @@ class ScriptedBackend:
 def add_script(before: str) -> str:
     if before.endswith("return a + b"):
         return "  # sum"
+    if before.endswith("return a"):
+        return " + b"
     return "a + b" if before.endswith("return ") else ""
 
 
@@ -142,7 +144,7 @@ async def test_client_cancel_stops_the_model_when_nobody_else_waits() -> None:
 
 async def test_precompute_prepares_the_suggestion_after_acceptance() -> None:
     completions, backend = make()
-    settings = CompletionSettings(precompute=True)
+    settings = CompletionSettings(precompute=True, debounce_ms=0)
     assert await completions.suggest("u", DOC, CURSOR, settings, "m") == "a + b"
     accepted, offset = typed(DOC, CURSOR, "a + b")
     completions.document_changed("u", accepted)  # the editor inserts the accepted text
@@ -154,7 +156,7 @@ async def test_precompute_prepares_the_suggestion_after_acceptance() -> None:
 
 async def test_typing_something_else_cancels_the_precompute() -> None:
     completions, _backend = make(char_seconds=0.05)
-    settings = CompletionSettings(precompute=True)
+    settings = CompletionSettings(precompute=True, debounce_ms=0)
     await completions.suggest("u", DOC, CURSOR, settings, "m")
     precompute = completions._flights["u"]
     text, _ = typed(DOC, CURSOR, "b")
@@ -168,3 +170,19 @@ async def test_closing_the_document_cancels_its_work() -> None:
     await asyncio.sleep(0.06)
     completions.document_closed("u")
     assert await request == ""
+
+
+async def test_debounce_drops_a_request_overtaken_by_the_next_keystroke() -> None:
+    completions, backend = make()
+    settings = CompletionSettings(precompute=False, debounce_ms=100)
+    first = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, settings, "m"))
+    await asyncio.sleep(0.02)
+    text, offset = typed(DOC, CURSOR, "a")
+    completions.document_changed("u", text)  # the next keystroke, within the debounce
+    second = await completions.suggest("u", text, offset, settings, "m")
+    assert await first == "" and second == " + b"
+    assert len(backend.jobs) == 1  # the overtaken request never reached the model
+    # An explicitly invoked request does not wait.
+    started = asyncio.get_running_loop().time()
+    await completions.suggest("v", DOC, CURSOR, settings, "m", explicit=True)
+    assert asyncio.get_running_loop().time() - started < 5
