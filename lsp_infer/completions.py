@@ -59,6 +59,14 @@ class Flight:
     waiters: int = 0
     kept_by_edit: bool = False  # an edit continued it: a request for it is on its way
 
+    def stop(self, reason: CancelReason) -> None:
+        """Cancel the generation: a running one stops at its next check (within a token or a
+        decode chunk); one still queued for the lane is taken out of the queue, so a burst of
+        superseded requests never piles up there."""
+        self.token.cancel(reason)
+        if self.progress.started_at is None and self.task is not None:
+            self.task.cancel()
+
     def expected(self) -> str:
         """Everything this generation stands for, typed or generated, so far."""
         return self.lead + self.progress.text
@@ -216,7 +224,7 @@ class Completions:
         """The user is active: background work for other documents stops (one model lane)."""
         for other, flight in list(self._flights.items()):
             if other != uri and flight.precompute:
-                flight.token.cancel(CancelReason.SUPERSEDED)
+                flight.stop(CancelReason.SUPERSEDED)
 
     async def _answer(
         self,
@@ -273,8 +281,10 @@ class Completions:
         except Cancelled:
             raise _Superseded from None
         except asyncio.CancelledError:
+            if flight.task.cancelled() and flight.token.reason is not CancelReason.CLIENT:
+                raise _Superseded from None  # the generation was dropped before it started
             if flight.waiters == 1 and not flight.kept_by_edit:
-                flight.token.cancel(CancelReason.CLIENT)  # nobody else wants it: stop the model
+                flight.stop(CancelReason.CLIENT)  # nobody else wants it: stop the model
             raise
         finally:
             flight.waiters -= 1
@@ -309,7 +319,7 @@ class Completions:
     ) -> Flight:
         previous = self._flights.get(uri)
         if previous is not None:
-            previous.token.cancel(CancelReason.SUPERSEDED)
+            previous.stop(CancelReason.SUPERSEDED)
         reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
         flight = Flight(uri, reach, origin, len(text), lead, key, precompute, extra, extra_tokens)
         self._flights[uri] = flight
@@ -394,12 +404,12 @@ class Completions:
         if flight.typed(text, cursor) is not None:
             flight.kept_by_edit = True
         else:
-            flight.token.cancel(CancelReason.DOCUMENT_CHANGED)
+            flight.stop(CancelReason.DOCUMENT_CHANGED)
 
     def document_closed(self, uri: str) -> None:
         flight = self._flights.pop(uri, None)
         if flight is not None:
-            flight.token.cancel(CancelReason.DOCUMENT_CLOSED)
+            flight.stop(CancelReason.DOCUMENT_CLOSED)
         self._shown.pop(uri, None)
         self._pinned.pop(uri, None)
         if (timer := self._idle.pop(uri, None)) is not None:
@@ -414,7 +424,7 @@ class Completions:
 
     def shutdown(self) -> None:
         for flight in self._flights.values():
-            flight.token.cancel(CancelReason.SHUTDOWN)
+            flight.stop(CancelReason.SHUTDOWN)
         self._flights.clear()
 
 

@@ -73,14 +73,15 @@ class ModelLane:
         self.pending = 0  # jobs submitted and not finished (queue depth + the running one)
 
     def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-        """Queue work now (not when the caller first awaits), so queue order is call order."""
+        """Queue work now (not when the caller first awaits), so queue order is call order.
+        Cancelling the returned future before the work starts takes it out of the queue."""
         loop = asyncio.get_running_loop()
         self.pending += 1
-        future = loop.run_in_executor(self._executor, self._call, fn, args)
-        future.add_done_callback(self._finished)
-        return future
+        work = self._executor.submit(self._call, fn, args)
+        work.add_done_callback(lambda _: loop.call_soon_threadsafe(self._finished))
+        return asyncio.wrap_future(work, loop=loop)
 
-    def _finished(self, _: object) -> None:
+    def _finished(self) -> None:
         self.pending -= 1
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
