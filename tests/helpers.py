@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import subprocess
+import sys
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import httpx
 from pytest_lsp import LanguageClient
 
 
@@ -27,3 +34,60 @@ def plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [plain(item) for item in value]
     return value
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until_up(
+    url: str, process: subprocess.Popen[bytes], what: str, headers: dict[str, str] | None = None
+) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode}")
+        try:
+            if httpx.get(url, headers=headers or {}, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    process.kill()
+    raise RuntimeError(f"{what} did not start")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@contextmanager
+def openai_server(api_key: str, threads: int = 2) -> Iterator[str]:
+    """llama-cpp-python's OpenAI-compatible server with the default model (served as
+    "coder") on a free loopback port, standing in for the team's vLLM server. Yields .../v1."""
+    from lsp_infer.models import ensure_default_model
+
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(ensure_default_model()), "--model_alias", "coder",
+            "--api_key", api_key, "--host", "127.0.0.1", "--port", str(port),
+            "--n_ctx", "4096", "--n_threads", str(threads),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}/v1"
+        wait_until_up(
+            f"{url}/models", process, "llama_cpp.server", {"Authorization": f"Bearer {api_key}"}
+        )
+        yield url
+    finally:
+        stop(process)

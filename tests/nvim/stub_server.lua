@@ -36,6 +36,36 @@ function M.count(method)
   return n
 end
 
+--- Requests (or notifications) of one method, in order: their params.
+function M.sent(method)
+  local out = {}
+  for _, list in ipairs({ M.requests, M.notifications }) do
+    for _, message in ipairs(list) do
+      if message[1] == method then
+        table.insert(out, message[2])
+      end
+    end
+  end
+  return out
+end
+
+--- Begin a cancellable work-done progress, as the server does for a refactor batch.
+function M.progress(token)
+  M.dispatchers.notification("$/progress", {
+    token = token,
+    value = { kind = "begin", title = "Team refactor", cancellable = true, percentage = 0 },
+  })
+end
+
+--- Ask the editor for the lspInfer settings section (workspace/configuration), as the server
+--- does after `initialized`.
+function M.configuration()
+  local result = M.dispatchers.server_request("workspace/configuration", {
+    items = { { section = "lspInfer" } },
+  })
+  return result
+end
+
 --- Send lspInfer/status as the server would.
 function M.status(state, message)
   M.dispatchers.notification("lspInfer/status", { state = state, message = message })
@@ -72,6 +102,13 @@ function M.cmd(dispatchers)
           local line = vim.api.nvim_get_current_line():sub(1, params.position.character)
           reply(nil, { items = M.answer(params, line) })
         end, M.delay_ms)
+      elseif method == "workspace/executeCommand" then
+        local argument = params.arguments[1]
+        local outcomes = {}
+        for _, uri in ipairs(argument.uris or { argument.uri }) do
+          table.insert(outcomes, { uri = uri, status = "unchanged", message = "stub" })
+        end
+        reply(nil, { outcomes = outcomes })
       elseif method == "lspInfer/stats" then
         reply(nil, { requests = M.count("textDocument/inlineCompletion"), latencyMs = { p50 = 1 } })
       else

@@ -169,8 +169,16 @@ def test_status_notifications(editor_factory: EditorFactory, workspace: Path) ->
         5,
         "failed",
     )
+    # The server repeats the failure as window/showMessage: not shown twice; others are.
+    for message in ("lsp-infer: completions are off: model file is corrupt", "other"):
+        editor.lua(
+            "_G.stub.dispatchers.notification('window/showMessage', { type = 1, message = ... })",
+            message,
+        )
+    editor.wait(lambda: any("other" in n["msg"] for n in editor.notes()), 5, "a message")
     errors = [n for n in editor.notes() if n["level"] == 4]
-    assert len(errors) == 1 and "model file is corrupt" in errors[0]["msg"], editor.notes()
+    assert len(errors) == 2, editor.notes()
+    assert "model file is corrupt" in errors[0]["msg"] and "other" in errors[1]["msg"]
     editor.command("checkhealth lsp_infer")
     assert "model failed: model file is corrupt" in editor.text()
     assert editor.lua_errors() == [], editor.diagnostics()
@@ -201,3 +209,67 @@ def test_keymaps_pass_their_key_through_or_can_be_off(
         str(workspace / "other.py"),
     )
     assert buffer_local == 0
+
+
+def test_refactor_commands_send_one_command_each(
+    editor_factory: EditorFactory, workspace: Path
+) -> None:
+    editor = start(editor_factory, workspace, {})
+    (workspace / "b.py").write_text("x = 1\n")
+    editor.command(f"edit {workspace / 'b.py'}")
+    editor.command("enew")  # a scratch buffer: not a file, never sent
+    editor.command("setlocal buftype=nofile")
+    editor.command("buffer add.py")
+
+    editor.command("LspInferRefactor  Add docstrings ")
+    editor.wait(lambda: stub(editor, "sent('workspace/executeCommand')"), 5, "refactorFile")
+    editor.lua("vim.ui.input = function(_, on_confirm) on_confirm('') end")  # empty: presets
+    editor.command("LspInferRefactor")
+    editor.command("LspInferRefactorBuffers Use f-strings")
+    calls = editor.wait(
+        lambda: (c := stub(editor, "sent('workspace/executeCommand')")) and len(c) == 3 and c,
+        5,
+        "three commands",
+    )
+    add, b = (workspace / "add.py").as_uri(), (workspace / "b.py").as_uri()
+    assert calls[0] == {
+        "command": "lspInfer.refactorFile",
+        "arguments": [{"uri": add, "instruction": "Add docstrings"}],
+    }
+    assert calls[1] == {"command": "lspInfer.refactorFile", "arguments": [{"uri": add}]}
+    assert calls[2]["command"] == "lspInfer.refactorFiles"
+    assert sorted(calls[2]["arguments"][0]["uris"]) == sorted([add, b])
+    assert calls[2]["arguments"][0]["instruction"] == "Use f-strings"
+    outcome = editor.lua("return require('lsp_infer').last_refactor")
+    assert [o["status"] for o in outcome["outcomes"]] == ["unchanged", "unchanged"]
+    assert editor.lua_errors() == [], editor.diagnostics()
+
+
+def test_toggle_pushes_settings_and_cancel_cancels_progress(
+    editor_factory: EditorFactory, workspace: Path
+) -> None:
+    editor = start(editor_factory, workspace, {"settings": {"completion": {"maxLines": 4}}})
+    editor.command("LspInferToggle off")
+    pushed = editor.wait(
+        lambda: stub(editor, "sent('workspace/didChangeConfiguration')"), 5, "the push"
+    )
+    assert pushed[-1] == {
+        "settings": {"lspInfer": {"completion": {"maxLines": 4, "enabled": False}}}
+    }
+    assert editor.lua("return require('lsp_infer').status()") == "lsp-infer: off"
+    editor.command("LspInferToggle")
+    assert stub(editor, "sent('workspace/didChangeConfiguration')")[-1]["settings"] == {
+        "lspInfer": {"completion": {"maxLines": 4, "enabled": True}}
+    }
+    # Settings were sent at start as initializationOptions, and are served on request.
+    initialize = stub(editor, "sent('initialize')")[0]
+    assert initialize["initializationOptions"] == {"completion": {"maxLines": 4}}
+    assert stub(editor, "configuration()") == [{"completion": {"maxLines": 4, "enabled": True}}]
+
+    editor.lua("_G.stub.progress('refactor-1')")
+    editor.command("LspInferCancel")
+    cancels = editor.wait(
+        lambda: stub(editor, "sent('window/workDoneProgress/cancel')"), 5, "the cancel"
+    )
+    assert cancels == [{"token": "refactor-1"}]
+    assert editor.lua_errors() == [], editor.diagnostics()

@@ -8,47 +8,21 @@ produces the failures (500, malformed JSON, a stream cut midway, slow or silent 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from lsp_infer.models import ensure_default_model
-from tests.helpers import plain
+from tests.helpers import free_port, openai_server, plain, stop, wait_until_up
 
 API_KEY = "sk-lsp-infer-test-key"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_until_up(
-    url: str, headers: dict[str, str], process: subprocess.Popen[bytes], what: str
-) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{what} exited with {process.returncode}")
-        try:
-            if httpx.get(url, headers=headers, timeout=2).status_code < 500:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    process.kill()
-    raise RuntimeError(f"{what} did not start")
 
 
 @dataclass(frozen=True)
@@ -66,36 +40,20 @@ class TeamServer:
 
 @pytest.fixture(scope="session")
 def team_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamServer]:
-    port, proxy_port = free_port(), free_port()
+    proxy_port = free_port()
     log = tmp_path_factory.mktemp("team") / "requests.log"
-    server = subprocess.Popen(
-        [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(ensure_default_model()), "--model_alias", "coder",
-            "--api_key", API_KEY, "--host", "127.0.0.1", "--port", str(port),
-            "--n_ctx", "4096", "--n_threads", "2",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    proxy = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("fault_proxy.py")),
-         f"http://127.0.0.1:{port}", str(proxy_port), str(log)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        auth = {"Authorization": f"Bearer {API_KEY}"}
-        wait_until_up(f"http://127.0.0.1:{port}/v1/models", auth, server, "llama_cpp.server")
-        wait_until_up(f"http://127.0.0.1:{proxy_port}/ok/health", {}, proxy, "fault proxy")
-        yield TeamServer(f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{proxy_port}", log)
-    finally:
-        for process in (proxy, server):
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+    with openai_server(API_KEY) as url:
+        proxy = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("fault_proxy.py")),
+             url.removesuffix("/v1"), str(proxy_port), str(log)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            wait_until_up(f"http://127.0.0.1:{proxy_port}/ok/health", proxy, "fault proxy")
+            yield TeamServer(url, f"http://127.0.0.1:{proxy_port}", log)
+        finally:
+            stop(proxy)
 
 
 class EditorState:

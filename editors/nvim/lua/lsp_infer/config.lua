@@ -137,6 +137,15 @@ function M.handlers()
     ["lspInfer/status"] = function(err, result, ctx)
       require("lsp_infer.status").on_status(err, result, ctx)
     end,
+    ["window/showMessage"] = function(err, result, ctx, config)
+      if require("lsp_infer.status").on_show_message(err, result, ctx) then
+        return
+      end
+      local default = vim.lsp.handlers["window/showMessage"]
+      if default then
+        return default(err, result, ctx, config)
+      end
+    end,
     ["$/progress"] = function(err, result, ctx, config)
       require("lsp_infer.status").on_progress(err, result, ctx)
       local default = vim.lsp.handlers["$/progress"]

@@ -34,6 +34,17 @@ function M.on_status(_, result, ctx)
   vim.schedule(changed)
 end
 
+--- window/showMessage from lsp-infer: the server repeats a model failure as
+--- "lsp-infer: completions are off: <error>"; when on_status already said so, say it once.
+---@return boolean handled whether the message was a repeat (and is dropped)
+function M.on_show_message(_, result, ctx)
+  local message = type(result) == "table" and result.message
+  local error = type(message) == "string" and message:match("^lsp%-infer: completions are off: (.*)$")
+  local status = M.by_client[ctx.client_id]
+  return error ~= nil and status ~= nil and status.state == "failed" and status.message == error
+    and require("lsp_infer.config").options.notify_failed
+end
+
 function M.on_progress(_, result, ctx)
   local value = type(result) == "table" and result.value
   if type(value) ~= "table" or result.token == nil then
