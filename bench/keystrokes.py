@@ -422,11 +422,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="two functions, 60 characters each")
     parser.add_argument("--clients", default="vscode,neovim,serial,floor")
     parser.add_argument("--order", default="auto", help="model.fimOrder for the server")
+    parser.add_argument(
+        "--options", default="{}", help="more initializationOptions for the server (JSON)"
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     loads = workloads(60 if args.quick else args.chars)[: 2 if args.quick else None]
     settings = CompletionSettings()
-    options = {"model": {"fimOrder": args.order}}
+    options = {"model": {"fimOrder": args.order}, **json.loads(args.options)}
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
