@@ -433,6 +433,7 @@ def main() -> None:
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
+    print(f"server options: {json.dumps(options)}")
     print("typed: " + ", ".join(f"{w.name} ({len(w.body)} chars)" for w in loads))
     results: dict[str, Result] = {}
     for client in args.clients.split(","):
