@@ -242,6 +242,13 @@ class WorkspaceContext:
         self._last_region[uri] = region
         self.ring.add(chunk_around(uri, self._relative_path(uri), text, line))
 
+    def saved(self, uri: str, text: str) -> None:
+        """A save: the region last edited is worth keeping as it is now."""
+        region = self._last_region.get(uri)
+        if region is not None and not self._excluded(uri):
+            line = region * (CHUNK_LINES // 2)
+            self.ring.add(chunk_around(uri, self._relative_path(uri), text, line))
+
     def pick(
         self, uri: str, text: str, offset: int, budget_tokens: int
     ) -> tuple[tuple[str, str], ...]:

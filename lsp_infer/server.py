@@ -416,6 +416,12 @@ def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
         else:
             await ls.pull_settings()
 
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: LspInferServer, params: types.DidSaveTextDocumentParams) -> None:
+        snapshot = ls.documents.find(params.text_document.uri)
+        if snapshot is not None:
+            ls.context.saved(snapshot.uri, snapshot.text)
+
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(
         ls: LspInferServer, params: types.InlineCompletionParams

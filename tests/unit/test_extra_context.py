@@ -91,3 +91,24 @@ def test_repository_prompt() -> None:
         with_repository(deepseek, deepseek.build("P", "S"), [("a.py", "x = 1")], "b.py")
     )
     assert "# file: a.py\nx = 1\n\nP" in plain
+
+
+def test_workspace_context_notes_regions_once_and_keeps_saves() -> None:
+    from lsp_infer.extra_context import WorkspaceContext
+
+    texts = {"file:///w/a.py": "\n".join(f"a{i} = {i}" for i in range(100))}
+    context = WorkspaceContext(
+        lambda: [OpenDocument(u, u[-4:], t) for u, t in texts.items()],
+        lambda uri: uri.endswith(".env"),
+        lambda uri: uri.rsplit("/", 1)[-1],
+    )
+    context.note("file:///w/a.py", texts["file:///w/a.py"], 3)
+    context.note("file:///w/a.py", texts["file:///w/a.py"], 5)  # same region: no new chunk
+    assert len(context.ring) == 1
+    context.note("file:///w/.env", "SECRET = 1", 0)  # excluded: never noted
+    assert len(context.ring) == 1
+    texts["file:///w/a.py"] = texts["file:///w/a.py"].replace("a3 = 3", "a3 = 33")
+    context.saved("file:///w/a.py", texts["file:///w/a.py"])
+    assert "a3 = 33" in list(context.ring)[-1].text
+    picked = context.pick("file:///w/b.py", "x = a3\n", 7, 512)
+    assert picked and picked[-1][0] == "a.py"
