@@ -4,6 +4,10 @@ Runs `lsp-infer serve` over stdio with a real LSP client and the embedded defaul
 model, and, in the same run, the same model and prompts through llama-cpp-python
 directly (the floor: nothing but the model). Figures are medians over --runs.
 
+The server runs twice per run: with the current file only in the prompt (context.enabled
+false: the floor's prompt) and with the default settings, where the other open files (the
+earlier cases) may add up to context.extraTokens of extra context to a cold prompt.
+
     python bench/cold_start.py --runs 5
 """
 
@@ -65,14 +69,20 @@ def position_of(text: str, offset: int) -> types.Position:
     )
 
 
-async def server_run(cases: list[tuple[str, int]]) -> dict[str, object]:
+async def server_run(cases: list[tuple[str, int]], options: dict[str, object]) -> dict[str, object]:
     client = LanguageClient("bench", "0")
+
+    @client.feature("lspInfer/status")
+    def model_status(params: object) -> None:  # the bench times answers, not this
+        pass
+
     spawned = time.perf_counter()
     await client.start_io(sys.executable, "-m", "lsp_infer", "serve", "--log-level", "warning")
     await client.initialize_async(
         types.InitializeParams(
             capabilities=types.ClientCapabilities(),
             root_uri=Path.cwd().as_uri(),
+            initialization_options=options,
         )
     )
     initialized = time.perf_counter()
@@ -182,9 +192,13 @@ def main() -> None:
     args = parser.parse_args()
     cases = stdlib_cases(args.cases)
     server_first, raw_first, server_lat, raw_lat, init = [], [], [], [], []
+    context_first, context_lat = [], []
     for _ in range(args.runs):
-        s = asyncio.run(server_run(cases))
+        s = asyncio.run(server_run(cases, {"context": {"enabled": False}}))
         r = raw_run(cases, s["suggestions"])  # type: ignore[arg-type]
+        c = asyncio.run(server_run(cases, {}))
+        context_first.append(c["first_suggestion_s"])
+        context_lat += c["latencies_s"]  # type: ignore[operator]
         init.append(s["initialize_s"])
         server_first.append(s["first_suggestion_s"])
         raw_first.append(r["first_suggestion_s"])
@@ -208,6 +222,15 @@ def main() -> None:
     print(
         f"{'  p95 (s)':34} {sorted(server_lat)[int(0.95 * (len(server_lat) - 1))]:10.3f} "
         f"{sorted(raw_lat)[int(0.95 * (len(raw_lat) - 1))]:10.3f}"
+    )
+    print("default settings (extra context from the other open files):")
+    print(
+        f"{'spawn -> first suggestion (s)':34} {med(context_first):10.3f} {med(raw_first):10.3f} "
+        f"{med(context_first) / med(raw_first):6.2f}"
+    )
+    print(
+        f"{'single request, cold prompt (s)':34} {med(context_lat):10.3f} {med(raw_lat):10.3f} "
+        f"{med(context_lat) / med(raw_lat):6.2f}"
     )
 
 

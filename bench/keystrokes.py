@@ -152,6 +152,11 @@ async def run_server(
     mode: str, loads: list[Workload], rng: random.Random, options: dict[str, Any]
 ) -> Result:
     client = LanguageClient("typing-bench", "0")
+
+    @client.feature("lspInfer/status")
+    def model_status(params: Any) -> None:  # the bench waits on answers, not on this
+        pass
+
     await client.start_io(sys.executable, "-m", "lsp_infer", "serve", "--log-level", "warning")
     await client.initialize_async(
         types.InitializeParams(
@@ -480,6 +485,12 @@ def main() -> None:
             f"type-ahead p95 {s['typeAheadMs']['p95']} ms (n={s['typeAheadMs']['count']:.0f}), "
             f"hits: type-ahead {s['typeAheadHits']}, cache {s['cacheHits']}, "
             f"in-flight {s['inFlightHits']}, precompute {s['precomputeHits']}"
+        )
+        print(
+            f"  tokens generated {s['tokensGenerated']}: {s['tokensWasted']} for superseded "
+            f"requests, {s['tokensPrecomputed']} by idle precompute; "
+            f"prompt tokens evaluated {s['promptTokensEvaluated']}, "
+            f"reused {s['promptTokensReused']}"
         )
         for other in ("serial", "floor"):
             if other in results:
