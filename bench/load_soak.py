@@ -6,8 +6,10 @@ burst  1,000 inline-completion requests at ~50/s spread over 5 documents, each r
        suggestion as a fresh request at that position afterwards, and the model's queue stays
        bounded (stats.queueDepthMax).
 soak   typing (VS Code-style: a request per keystroke, the previous one cancelled) for
-       --soak-minutes; RSS, threads and open file descriptors of the server process at the
-       start (after a warm-up minute) and at the end.
+       --soak-minutes on a fresh server with the default settings (extra context on), moving
+       to a new document (closing the old one) every 600 characters; RSS, threads and open
+       file descriptors of the server process after a warm-up minute, every minute, and at
+       the end.
 
     python bench/load_soak.py                       # burst + 10-minute soak
     python bench/load_soak.py --requests 200 --soak-minutes 1    # the short version
@@ -97,9 +99,13 @@ def soak(server: RawServer, minutes: float) -> dict[str, object]:
     warm = None
     end = started + minutes * 60
     position = 0
+    samples: list[dict[str, float]] = []
+    next_sample = started + min(60, minutes * 30)
     while time.monotonic() < end:
-        if warm is None and time.monotonic() - started > min(60, minutes * 30):
-            warm = process_figures(server.process.pid)
+        if time.monotonic() >= next_sample:
+            samples.append(process_figures(server.process.pid))
+            warm = warm or samples[0]
+            next_sample += 60
         char = source[position % len(source)]
         position += 1
         at = end_of(text)
@@ -112,7 +118,7 @@ def soak(server: RawServer, minutes: float) -> dict[str, object]:
         cursor = end_of(text)
         pending = server.inline(uri, cursor["line"], cursor["character"])
         time.sleep(0.15)
-        if len(text) > 20_000:  # keep the document a realistic size: start a new one
+        if len(text) > len(BODY) + 600:  # on to another file, as a working day does
             server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
             uri = f"file:///soak/typing{version}.py"
             text = BODY
@@ -130,6 +136,9 @@ def soak(server: RawServer, minutes: float) -> dict[str, object]:
         "rss_growth_percent": round(100 * (final["rss_mb"] / warm["rss_mb"] - 1), 2),
         "threads_start_end": (warm["threads"], final["threads"]),
         "fds_start_end": (warm["fds"], final["fds"]),
+        "per_minute_rss_mb_threads_fds": [
+            (round(x["rss_mb"], 1), int(x["threads"]), int(x["fds"])) for x in [*samples, final]
+        ],
     }
 
 
@@ -146,6 +155,13 @@ def main() -> None:
     server.initialize({"context": {"enabled": False}})
     try:
         print("burst:", burst(server, args.requests, args.rate), flush=True)
+        assert server.process.poll() is None, "the server died"
+        assert not server.stray, f"non-LSP output on stdout: {server.stray[:3]}"
+    finally:
+        server.close()
+    server = RawServer()
+    server.initialize({})
+    try:
         print("soak:", soak(server, args.soak_minutes), flush=True)
         assert server.process.poll() is None, "the server died"
         assert not server.stray, f"non-LSP output on stdout: {server.stray[:3]}"

@@ -412,6 +412,7 @@ class Completions:
             flight.stop(CancelReason.DOCUMENT_CLOSED)
         self._shown.pop(uri, None)
         self._pinned.pop(uri, None)
+        self._activity.pop(uri, None)  # a request still settling sees the change: stale
         if (timer := self._idle.pop(uri, None)) is not None:
             timer.cancel()
 

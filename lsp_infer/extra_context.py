@@ -242,6 +242,11 @@ class WorkspaceContext:
         self._last_region[uri] = region
         self.ring.add(chunk_around(uri, self._relative_path(uri), text, line))
 
+    def closed(self, uri: str) -> None:
+        """The document closed: its chunks stay in the ring (recently seen code is still worth
+        showing the model), only the per-document bookkeeping goes."""
+        self._last_region.pop(uri, None)
+
     def saved(self, uri: str, text: str) -> None:
         """A save: the region last edited is worth keeping as it is now."""
         region = self._last_region.get(uri)

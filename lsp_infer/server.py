@@ -120,6 +120,7 @@ class LspInferProtocol(LanguageServerProtocol):
         uri = params.text_document.uri
         self._server.documents.close(uri)
         self._server.completions.document_closed(uri)
+        self._server.context.closed(uri)
         yield from self._user_handler(types.TEXT_DOCUMENT_DID_CLOSE, params)
 
     def _user_handler(self, method: str, params: Any) -> Generator[Any, Any, None]:

@@ -170,6 +170,17 @@ async def test_closing_the_document_cancels_its_work() -> None:
     await asyncio.sleep(0.06)
     completions.document_closed("u")
     assert await request == ""
+    # Nothing per document outlives it (a day of opening files must not grow the server).
+    assert not any(
+        ("u" in d)
+        for d in (
+            completions._flights,
+            completions._shown,
+            completions._pinned,
+            completions._idle,
+            completions._activity,
+        )
+    )
 
 
 async def test_debounce_drops_a_request_overtaken_by_the_next_keystroke() -> None:

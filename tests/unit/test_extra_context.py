@@ -112,3 +112,9 @@ def test_workspace_context_notes_regions_once_and_keeps_saves() -> None:
     assert "a3 = 33" in list(context.ring)[-1].text
     picked = context.pick("file:///w/b.py", "x = a3\n", 7, 512)
     assert picked and picked[-1][0] == "a.py"
+    # Closing keeps the chunks (recent code stays useful) but not the per-document state:
+    # a reopened document's first edit is noted again.
+    context.closed("file:///w/a.py")
+    assert len(context.ring) == 1 and not context._last_region
+    context.note("file:///w/a.py", texts["file:///w/a.py"], 5)
+    assert context._last_region == {"file:///w/a.py": 0}
