@@ -52,6 +52,7 @@ def fit_window(
     count_tokens: Callable[[str], int],
     *,
     suffix_tokens: int | None = None,
+    anchor_lines: int = 1,
 ) -> Window:
     """The largest window of whole lines around ``offset`` that fits the budget.
 
@@ -59,6 +60,12 @@ def fit_window(
     not use goes to the prefix. Lines are taken outward from the cursor, so the nearest code is
     always kept. The cursor line's own text is always included, cut from its far
     side if it alone is over budget.
+
+    ``anchor_lines`` > 1 makes the prefix start only on a document line whose number is a
+    multiple of it (the first such line inside the budget). Without it the start slides by a
+    line whenever the prefix outgrows the budget — every line or so while typing — and the
+    whole prefix must be evaluated again; anchored, it moves once per ``anchor_lines`` lines,
+    for at most ``anchor_lines - 1`` lines less context (see BENCHMARKS.md).
     """
     budget_tokens = max(1, budget_tokens)
     max_chars = budget_tokens * MAX_CHARS_PER_TOKEN
@@ -79,6 +86,12 @@ def fit_window(
     suffix, suffix_used = _take_lines(suffix_lines, suffix_budget, count_tokens, forward=True)
 
     prefix, _ = _take_lines(prefix_lines, budget_tokens - suffix_used, count_tokens, forward=False)
+    if anchor_lines > 1 and prefix:
+        first_line = text.count("\n", 0, offset) - prefix.count("\n")
+        skip = -first_line % anchor_lines  # lines up to the next multiple of anchor_lines
+        if skip:
+            kept = split_lines(prefix)
+            prefix = "".join(kept[min(skip, len(kept) - 1) :])
     return Window(prefix=prefix, suffix=suffix)
 
 

@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 
 # Room kept free in the context beyond prompt + max_tokens.
 _CONTEXT_MARGIN = 8
+# The prompt's prefix starts on a line number divisible by this, so it stays put (and its
+# KV cache valid) for that many typed lines instead of sliding on every one. Measured with
+# bench/keystrokes.py: see BENCHMARKS.md.
+PREFIX_ANCHOR_LINES = 8
 
 LoadState = Literal["not loaded", "loading", "ready", "failed"]
 
@@ -315,7 +319,12 @@ class LlamaCppBackend:
         room = self.loaded.n_ctx - job.max_tokens - _CONTEXT_MARGIN
         budget = min(job.budget_tokens, room - (job.extra_tokens if job.extra else 0))
         window = fit_window(
-            job.text, job.offset, budget, self.count_tokens, suffix_tokens=job.suffix_tokens
+            job.text,
+            job.offset,
+            budget,
+            self.count_tokens,
+            suffix_tokens=job.suffix_tokens,
+            anchor_lines=PREFIX_ANCHOR_LINES,
         )
         # Whitespace typed at the end of the prefix ("return ", or an indentation) is left out
         # of the prompt: the model tokenizes it together with the next word (" a",

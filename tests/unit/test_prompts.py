@@ -112,3 +112,41 @@ def test_fit_window_on_a_megabyte_never_tokenizes_it_whole() -> None:
     text = "abc = 1\n" * 200_000
     fit_window(text, len(text) // 2, 256, counting)
     assert sum(seen) < 50_000
+
+
+def _anchored_prefix(typed_lines: int, anchor: int) -> tuple[str, int]:
+    """The prefix while the cursor is at the start of line ``typed_lines`` (each line 3
+    tokens, budget 30: ten lines fit), and the document line it starts on."""
+    text = "".join(f"line {i}\n" for i in range(200))
+    offset = text.index(f"line {typed_lines}\n")
+    window = fit_window(text, offset, 30, count_words, suffix_tokens=0, anchor_lines=anchor)
+    first = int(window.prefix.split("\n", 1)[0].split()[1])
+    return window.prefix, first
+
+
+@pytest.mark.parametrize(
+    ("cursor_line", "anchor", "first_line"),
+    [
+        (50, 1, 40),  # unanchored: exactly the ten lines that fit
+        (51, 1, 41),  # ... and the start slides with every line typed
+        (50, 8, 40),  # 40 is a multiple of 8: the same window
+        (51, 8, 48),  # the start stays on line 48 ...
+        (55, 8, 48),
+        (58, 8, 48),
+        (59, 8, 56),  # ... until line 48 no longer fits, then moves 8 lines at once
+        (3, 8, 0),  # everything fits: nothing is dropped
+    ],
+)
+def test_an_anchored_prefix_starts_on_a_multiple_and_moves_in_steps(
+    cursor_line: int, anchor: int, first_line: int
+) -> None:
+    prefix, first = _anchored_prefix(cursor_line, anchor)
+    assert first == first_line
+    assert prefix.endswith(f"line {cursor_line - 1}\n")  # the nearest code is always kept
+
+
+def test_anchoring_never_drops_the_cursor_line() -> None:
+    text = "".join(f"line {i}\n" for i in range(20)) + "x" * 400
+    offset = len(text)  # a long cursor line: it and two short lines fit, from line 18
+    window = fit_window(text, offset, 140, lambda t: len(t) // 3 + 1, anchor_lines=8)
+    assert window.prefix == "x" * 400  # line 18 is not on a multiple of 8: up to the cursor line
