@@ -25,9 +25,9 @@ log = logging.getLogger("lsp_infer")
 def prefer_passive_threads() -> None:
     """llama.cpp's OpenMP threads spin while they wait. On a machine that is also doing other
     work (an editor's machine always is), spinning threads steal the cores the working ones
-    need: measured here with one core busy, decoding ran at 6.7 tokens/s spinning and 12.9
-    passive (and 9 % slower passive on an idle machine). Must run before llama.cpp loads.
-    A user's own OMP_WAIT_POLICY wins."""
+    need: measured here (bench/omp_wait.py, BENCHMARKS.md) with one core busy, decoding ran at
+    7.9 tokens/s spinning and 14.3 passive; on an idle machine passive is about 20 % slower.
+    Must run before llama.cpp loads. A user's own OMP_WAIT_POLICY wins."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 

@@ -292,8 +292,9 @@ class Completions:
 
     async def _settle(self, uri: str, debounce_ms: int) -> None:
         """Wait a moment before starting the model for an automatic request: when the next
-        keystroke comes that fast, the generation would be thrown away (measured: the
-        tokens spent on superseded work halve with 50 ms, see BENCHMARKS.md)."""
+        keystroke comes that fast, the generation would be thrown away. 50 ms trims that
+        waste; 150 ms trims more but shows far fewer suggestions while typing (BENCHMARKS.md,
+        "Debounce")."""
         before = self._activity.get(uri)
         await asyncio.sleep(debounce_ms / 1000)
         if self._activity.get(uri) != before:
