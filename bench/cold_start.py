@@ -145,7 +145,7 @@ spawned_wall = float(sys.argv[1])
 t0 = time.perf_counter()
 from llama_cpp import Llama
 from lsp_infer.models import ensure_default_model
-from lsp_infer.backends.llama_cpp import default_threads
+from lsp_infer.backends.llama_cpp import PREFIX_ANCHOR_LINES, default_threads
 from lsp_infer.context import fit_window
 from lsp_infer.prompts import TEMPLATES
 cases, suggestions = json.loads(sys.stdin.read())
@@ -154,7 +154,7 @@ llm = Llama(model_path=str(ensure_default_model()), n_ctx=4096, n_batch=256, n_u
 def count(text):
     return len(llm.tokenize(text.encode(), add_bos=False, special=False)) if text else 0
 def complete(text, offset, n_tokens):
-    w = fit_window(text, offset, 512, count)
+    w = fit_window(text, offset, 512, count, suffix_tokens=128, anchor_lines=PREFIX_ANCHOR_LINES)
     prompt = "<|fim_prefix|>" + w.prefix + "<|fim_suffix|>" + w.suffix + "<|fim_middle|>"
     llm.reset()  # a cold prompt each time, as the server sees for a newly opened file
     # Generate as many tokens as the server's suggestion had (+1 for its stop token).
