@@ -134,9 +134,9 @@ class Completions:
         reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
         context = CursorContext.at(text, offset, reach)
         extra = self._extra(uri, text, offset, context_settings)
-        key = self._key(model_key, settings, context_settings, extra)
+        budget = context_settings.extra_tokens if context_settings else 0
+        key = self._key(model_key, settings, budget, extra)
         try:
-            budget = context_settings.extra_tokens if context_settings else 0
             answer, source = await self._answer(
                 uri, text, offset, context, key, settings, extra, budget, explicit
             )
@@ -158,7 +158,6 @@ class Completions:
             self.stats.suggested += 1
             self._shown[uri] = Shown(context, answer)
             if settings.precompute and uri not in self._flights:
-                budget = context_settings.extra_tokens if context_settings else 0
                 self._precompute(uri, text, offset, answer, key, settings, extra, budget)
         if context_settings is not None and context_settings.enabled:
             self._when_idle(uri, text, offset, settings, model_key, context_settings)
@@ -168,15 +167,11 @@ class Completions:
 
     @staticmethod
     def _key(
-        model_key: Hashable,
-        settings: CompletionSettings,
-        context_settings: ContextSettings | None,
-        extra: Extra,
+        model_key: Hashable, settings: CompletionSettings, extra_tokens: int, extra: Extra
     ) -> Hashable:
         """Everything besides the cursor context that shapes a suggestion."""
-        budget = context_settings.extra_tokens if context_settings else 0
         return (model_key, settings.max_tokens, settings.max_lines, settings.context_tokens,
-                settings.suffix_tokens, budget, hash(extra))  # fmt: skip
+                settings.suffix_tokens, extra_tokens, hash(extra))  # fmt: skip
 
     def _extra(
         self, uri: str, text: str, offset: int, context_settings: ContextSettings | None
@@ -198,8 +193,7 @@ class Completions:
     ) -> None:
         """After a pause, pick the extra context again; if it changed, compute the suggestion
         here with it in the background (which also puts the new prompt in the KV cache)."""
-        if (timer := self._idle.pop(uri, None)) is not None:
-            timer.cancel()
+        self._cancel_idle(uri)
 
         def refresh() -> None:
             self._idle.pop(uri, None)
@@ -211,7 +205,7 @@ class Completions:
             self._pinned[uri] = fresh
             reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
             origin = CursorContext.at(text, offset, reach)
-            key = self._key(model_key, settings, context_settings, fresh)
+            key = self._key(model_key, settings, context_settings.extra_tokens, fresh)
             self._start(
                 uri, text, offset, origin, "", key, settings,
                 precompute=True, extra=fresh, extra_tokens=context_settings.extra_tokens,
@@ -219,6 +213,10 @@ class Completions:
 
         loop = asyncio.get_running_loop()
         self._idle[uri] = loop.call_later(context_settings.idle_ms / 1000, refresh)
+
+    def _cancel_idle(self, uri: str) -> None:
+        if (timer := self._idle.pop(uri, None)) is not None:
+            timer.cancel()
 
     def _yield_background(self, uri: str) -> None:
         """The user is active: background work for other documents stops (one model lane)."""
@@ -396,8 +394,7 @@ class Completions:
         self.stats.keystrokes += 1
         self._activity[uri] = self._activity.get(uri, 0) + 1
         self._yield_background(uri)
-        if (timer := self._idle.pop(uri, None)) is not None:
-            timer.cancel()  # not idle: the refresh waits for the next pause
+        self._cancel_idle(uri)  # not idle: the refresh waits for the next pause
         flight = self._flights.get(uri)
         if flight is None:
             return
@@ -414,8 +411,7 @@ class Completions:
         self._shown.pop(uri, None)
         self._pinned.pop(uri, None)
         self._activity.pop(uri, None)  # a request still settling sees the change: stale
-        if (timer := self._idle.pop(uri, None)) is not None:
-            timer.cancel()
+        self._cancel_idle(uri)
 
     def forget_suggestions(self) -> None:
         """The model changed: suggestions shown or cached came from the old one. (Running
