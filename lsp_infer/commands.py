@@ -103,7 +103,7 @@ class TeamCommands:
             action.disabled = types.CodeActionDisabled(
                 reason="no team server configured (team.url)"
             )
-        elif not self._policy().allowed(uri):
+        elif not self.server.policy().allowed(uri):
             action.disabled = types.CodeActionDisabled(
                 reason="this file is excluded from the team server (or outside the workspace)"
             )
@@ -119,7 +119,7 @@ class TeamCommands:
         team = self.server.settings.team
         if not (team.completions and team.url) or time.monotonic() < self._team_unhealthy_until:
             return None
-        if not self._policy().allowed(uri):
+        if not self.server.policy().allowed(uri):
             return None  # excluded or outside the workspace: never sent
         backend = TeamCompletionBackend(self.refactorer.client(team), team.fim_template)
         job = CompletionEngine(backend).complete(
@@ -140,11 +140,8 @@ class TeamCommands:
 
     # -- jobs -------------------------------------------------------------------------------
 
-    def _policy(self) -> Policy:
-        return self.server.policy()
-
     def _jobs(self, uris: list[str], instruction: str) -> tuple[list[RefactorJob], list[Outcome]]:
-        policy = self._policy()
+        policy = self.server.policy()
         jobs: list[RefactorJob] = []
         refused: list[Outcome] = []
         for uri in uris:
@@ -260,7 +257,7 @@ class TeamCommands:
                 )
         else:
             try:
-                on_disk = Path(self._policy().check(job.uri)).read_text(encoding="utf-8")
+                on_disk = Path(self.server.policy().check(job.uri)).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError, NotAllowed) as exc:
                 return Outcome(
                     job.uri, "stale", f"{job.path}: cannot re-read it ({exc}); nothing applied"

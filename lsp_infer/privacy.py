@@ -115,14 +115,20 @@ class Policy:
         self._specs[root] = (mtime, spec)
         return spec
 
+    def _match(self, path: Path) -> tuple[Path | None, str, bool]:
+        """``path``'s workspace folder (None: outside them all), its path relative to it (or
+        to /), and whether the exclusion rules for that folder match it."""
+        root = self._root_of(path)
+        relative = path.relative_to(root).as_posix() if root else path.as_posix().lstrip("/")
+        return root, relative, bool(self._spec(root).match_file(relative))
+
     def check(self, uri: str) -> Path:
         """The file's resolved path if it may be read and sent; NotAllowed otherwise."""
         path = Path(os.path.realpath(path_of(uri)))
-        root = self._root_of(path)
+        root, relative, matched = self._match(path)
         if root is None:
             raise NotAllowed(f"{uri} is outside the workspace folders")
-        relative = path.relative_to(root).as_posix()
-        if self._spec(root).match_file(relative):
+        if matched:
             raise NotAllowed(
                 f"{relative} matches the exclusion rules (secrets, {IGNORE_FILE}, or the "
                 "exclude setting)"
@@ -140,9 +146,7 @@ class Policy:
             path = Path(os.path.realpath(path_of(uri)))
         except NotAllowed:
             return False
-        root = self._root_of(path)
-        relative = path.relative_to(root).as_posix() if root else path.as_posix().lstrip("/")
-        return bool(self._spec(root).match_file(relative))
+        return self._match(path)[2]
 
     def allowed(self, uri: str) -> bool:
         try:
