@@ -154,7 +154,8 @@ llm = Llama(model_path=str(ensure_default_model()), n_ctx=4096, n_batch=256, n_u
 def count(text):
     return len(llm.tokenize(text.encode(), add_bos=False, special=False)) if text else 0
 def complete(text, offset, n_tokens):
-    w = fit_window(text, offset, 512, count, suffix_tokens=128, anchor_lines=PREFIX_ANCHOR_LINES)
+    w = fit_window(text, offset, 512, count, suffix_tokens=128, anchor_lines=PREFIX_ANCHOR_LINES,
+                   anchor_slack=512 // 4)
     prompt = "<|fim_prefix|>" + w.prefix + "<|fim_suffix|>" + w.suffix + "<|fim_middle|>"
     llm.reset()  # a cold prompt each time, as the server sees for a newly opened file
     # Generate as many tokens as the server's suggestion had (+1 for its stop token).

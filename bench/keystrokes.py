@@ -110,14 +110,17 @@ class Event:
     kind: str  # "key" or "pause"
     text: str = ""  # the character typed
     delay: float = 0.0  # seconds before this key
+    reading: bool = False  # a pause where the typist stops to read (--read-ms)
 
 
 def script(body: str, rng: random.Random) -> list[Event]:
     events: list[Event] = []
     at_line_start = True
+    lines = 0
     for char in body:
         if char == "\n" and not at_line_start:
-            events.append(Event("pause"))
+            lines += 1
+            events.append(Event("pause", reading=lines % 4 == 0))
         events.append(Event("key", char, min(0.35, max(0.06, rng.gauss(0.15, 0.05)))))
         at_line_start = char == "\n"
         if char in "(=," and rng.random() < 0.3:
@@ -149,7 +152,12 @@ def position_of(text: str, offset: int) -> types.Position:
 
 
 async def run_server(
-    mode: str, loads: list[Workload], rng: random.Random, options: dict[str, Any]
+    mode: str,
+    loads: list[Workload],
+    rng: random.Random,
+    options: dict[str, Any],
+    tabs: bool = False,
+    read_ms: int = 0,
 ) -> Result:
     client = LanguageClient("typing-bench", "0")
 
@@ -167,11 +175,9 @@ async def run_server(
     )
     client.initialized(types.InitializedParams())
     result = Result()
-    for index, load in enumerate(loads):
-        uri = f"file:///bench/{index}_{Path(load.name.split(':')[0]).name}"
-        text = load.before + load.after
-        offset = len(load.before)
-        version = 1
+    uris = [f"file:///bench/{i}_{Path(w.name.split(':')[0]).name}" for i, w in enumerate(loads)]
+
+    def open_document(uri: str, text: str) -> None:
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(
                 text_document=types.TextDocumentItem(
@@ -179,6 +185,21 @@ async def run_server(
                 )
             )
         )
+
+    def close_document(uri: str) -> None:
+        client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+
+    if tabs:  # every file is open from the start, as editor tabs
+        for uri, load in zip(uris, loads, strict=True):
+            open_document(uri, load.before + load.after)
+    for uri, load in zip(uris, loads, strict=True):
+        text = load.before + load.after
+        offset = len(load.before)
+        version = 1
+        if not tabs:
+            open_document(uri, text)
         pending: asyncio.Future[Any] | None = None
         pending_id: str | None = None
         debounce: asyncio.TimerHandle | None = None
@@ -215,7 +236,7 @@ async def run_server(
                 with contextlib.suppress(Exception):  # cancelled or failed: still an answer
                     await asyncio.wait_for(asyncio.shield(future), timeout=120)
                 result.pauses_ms.append((time.perf_counter() - last_key) * 1000)
-                await asyncio.sleep(0.3)
+                await asyncio.sleep(0.3 + (read_ms / 1000 if event.reading else 0))
                 continue
             await asyncio.sleep(event.delay)
             text = text[:offset] + event.text + text[offset:]
@@ -247,9 +268,11 @@ async def run_server(
                 )
         if debounce is not None:
             debounce.cancel()
-        client.text_document_did_close(
-            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
-        )
+        if not tabs:
+            close_document(uri)
+    if tabs:
+        for uri in uris:
+            close_document(uri)
     result.stats = plain(await client.protocol.send_request_async("lspInfer/stats", {}))
     await client.shutdown_async(None)
     client.exit(None)
@@ -431,6 +454,13 @@ def main() -> None:
         "--options", default="{}", help="more initializationOptions for the server (JSON)"
     )
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--tabs", action="store_true", help="open every typed file from the start (editor tabs)"
+    )
+    parser.add_argument(
+        "--read-ms", type=int, default=0,
+        help="after every fourth line the typist stops to read this long (0: never)",
+    )  # fmt: skip
     args = parser.parse_args()
     loads = workloads(60 if args.quick else args.chars)[: 2 if args.quick else None]
     settings = CompletionSettings()
@@ -439,13 +469,16 @@ def main() -> None:
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
     print(f"server options: {json.dumps(options)}")
+    print(f"tabs: {args.tabs}, reading pauses: {args.read_ms} ms after every fourth line")
     print("typed: " + ", ".join(f"{w.name} ({len(w.body)} chars)" for w in loads))
     results: dict[str, Result] = {}
     for client in args.clients.split(","):
         rng = random.Random(args.seed)  # the same typing for every client
         started = time.perf_counter()
         if client in ("vscode", "neovim"):
-            results[client] = asyncio.run(run_server(client, loads, rng, options))
+            results[client] = asyncio.run(
+                run_server(client, loads, rng, options, args.tabs, args.read_ms)
+            )
         elif client == "serial":
             results[client] = asyncio.run(
                 run_serial(loads, rng, settings.context_tokens, settings.max_tokens)
@@ -491,6 +524,10 @@ def main() -> None:
             f"requests, {s['tokensPrecomputed']} by idle precompute; "
             f"prompt tokens evaluated {s['promptTokensEvaluated']}, "
             f"reused {s['promptTokensReused']}"
+        )
+        print(
+            f"  extra context: in {s['generationsWithExtra']} of {s['generations']} "
+            f"generations, {s['contextRefreshes']} idle re-picks"
         )
         for other in ("serial", "floor"):
             if other in results:

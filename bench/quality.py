@@ -43,7 +43,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from lsp_infer.backends.llama_cpp import LlamaCppBackend
 from lsp_infer.config import CompletionSettings, ContextSettings, ModelSettings
 from lsp_infer.engine import CompletionEngine
-from lsp_infer.extra_context import OpenDocument, select
+from lsp_infer.extra_context import CHARS_PER_TOKEN, OpenDocument, select
 from lsp_infer.scheduling import CancelToken, ModelLane
 
 STDLIB = Path(json.__file__).parent.parent
@@ -197,7 +197,7 @@ def run_config(
                 if extra_tokens:
                     documents = [OpenDocument(f"file:///{p}", p, t) for p, t in hole.siblings]
                     chunks = select(f"file:///{hole.module}", hole.text, hole.offset, [], documents,
-                                    extra_tokens * 4, lambda _uri: False)  # fmt: skip
+                                    extra_tokens * CHARS_PER_TOKEN, lambda _uri: False)  # fmt: skip
                     extra = tuple((c.path, c.text) for c in chunks)
                 started = time.perf_counter()
                 # A fresh context per hole: no KV reuse between holes, same for every config.

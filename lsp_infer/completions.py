@@ -105,7 +105,9 @@ class Completions:
         self._flights: dict[str, Flight] = {}
         self._shown: dict[str, Shown] = {}
         # Extra context is pinned per document while the user types (it comes first in the
-        # prompt: a stable pick keeps the KV cache valid) and refreshed when they pause.
+        # prompt: a stable pick keeps the KV cache valid). It is picked when the user pauses
+        # and evaluated then (prefetch), so typing never waits for it; the first automatic
+        # request in a document has none yet (BENCHMARKS.md, "What extra context costs").
         self._pinned: dict[str, Extra] = {}
         self._idle: dict[str, asyncio.TimerHandle] = {}
         # Requests and edits per document, to see whether a newer one came during a debounce.
@@ -133,7 +135,7 @@ class Completions:
         self._yield_background(uri)
         reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
         context = CursorContext.at(text, offset, reach)
-        extra = self._extra(uri, text, offset, context_settings)
+        extra = self._extra(uri, text, offset, context_settings, explicit)
         budget = context_settings.extra_tokens if context_settings else 0
         key = self._key(model_key, settings, budget, extra)
         try:
@@ -174,13 +176,20 @@ class Completions:
                 settings.suffix_tokens, extra_tokens, hash(extra))  # fmt: skip
 
     def _extra(
-        self, uri: str, text: str, offset: int, context_settings: ContextSettings | None
+        self,
+        uri: str,
+        text: str,
+        offset: int,
+        context_settings: ContextSettings | None,
+        explicit: bool,
     ) -> Extra:
+        """The pinned extra context. A request the user made explicitly picks it now if
+        there is none yet (they wait for the answer anyway); one made by typing does not."""
         if self.context is None or context_settings is None or not context_settings.enabled:
             return ()
-        if uri not in self._pinned:
+        if explicit and uri not in self._pinned:
             self._pinned[uri] = self.context.pick(uri, text, offset, context_settings.extra_tokens)
-        return self._pinned[uri]
+        return self._pinned.get(uri, ())
 
     def _when_idle(
         self,
@@ -200,9 +209,10 @@ class Completions:
             if self.context is None or uri in self._flights:
                 return  # something is running: the user is not idle after all
             fresh = self.context.pick(uri, text, offset, context_settings.extra_tokens)
-            if fresh == self._pinned.get(uri):
+            if fresh == self._pinned.get(uri, ()):
                 return
             self._pinned[uri] = fresh
+            self.stats.context_refreshes += 1
             reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
             origin = CursorContext.at(text, offset, reach)
             key = self._key(model_key, settings, context_settings.extra_tokens, fresh)
@@ -360,6 +370,7 @@ class Completions:
         self, flight: Flight, text: str, offset: int, settings: CompletionSettings
     ) -> Suggestion:
         self.stats.generations += 1
+        self.stats.generations_with_extra += bool(flight.extra)
         try:
             suggestion = await self.engine.complete(
                 text, offset, settings, flight.token, flight.progress,

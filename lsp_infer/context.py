@@ -53,6 +53,7 @@ def fit_window(
     *,
     suffix_tokens: int | None = None,
     anchor_lines: int = 1,
+    anchor_slack: int = 0,
 ) -> Window:
     """The largest window of whole lines around ``offset`` that fits the budget.
 
@@ -62,10 +63,12 @@ def fit_window(
     side if it alone is over budget.
 
     ``anchor_lines`` > 1 makes the prefix start only on a document line whose number is a
-    multiple of it (the first such line inside the budget). Without it the start slides by a
-    line whenever the prefix outgrows the budget — every line or so while typing — and the
-    whole prefix must be evaluated again; anchored, it moves once per ``anchor_lines`` lines,
-    for at most ``anchor_lines - 1`` lines less context (see BENCHMARKS.md).
+    multiple of it. Without it the start slides by a line whenever the prefix outgrows the
+    budget — every line or so while typing — and the whole prefix must be evaluated again;
+    anchored, it moves once per ``anchor_lines`` lines. The start is the multiple at or
+    before the first line that fits, when the up to ``anchor_lines - 1`` lines this adds fit
+    in ``anchor_slack`` more tokens (so the prompt never has less context than unanchored);
+    otherwise the next multiple, for fewer lines (see BENCHMARKS.md, "Quality").
     """
     budget_tokens = max(1, budget_tokens)
     max_chars = budget_tokens * MAX_CHARS_PER_TOKEN
@@ -87,12 +90,34 @@ def fit_window(
 
     prefix, _ = _take_lines(prefix_lines, budget_tokens - suffix_used, count_tokens, forward=False)
     if anchor_lines > 1 and prefix:
-        first_line = text.count("\n", 0, offset) - prefix.count("\n")
-        skip = -first_line % anchor_lines  # lines up to the next multiple of anchor_lines
-        if skip:
-            kept = split_lines(prefix)
-            prefix = "".join(kept[min(skip, len(kept) - 1) :])
+        prefix = _anchor(text, offset, prefix, prefix_lines, anchor_lines, anchor_slack,
+                         count_tokens)  # fmt: skip
     return Window(prefix=prefix, suffix=suffix)
+
+
+def _anchor(
+    text: str,
+    offset: int,
+    prefix: str,
+    prefix_lines: list[str],
+    anchor_lines: int,
+    slack: int,
+    count_tokens: Callable[[str], int],
+) -> str:
+    """``prefix`` moved to start on a line number that is a multiple of ``anchor_lines``."""
+    start = offset - len(prefix)
+    if start > 0 and text[start - 1] != "\n":
+        return prefix  # only the end of an over-long cursor line fits: nothing to anchor
+    first_line = text.count("\n", 0, start)
+    back = first_line % anchor_lines  # lines down to the multiple at or before first_line
+    if not back:
+        return prefix
+    kept = split_lines(prefix)
+    earlier = prefix_lines[: len(prefix_lines) - len(kept)]
+    if len(earlier) >= back and count_tokens("".join(earlier[-back:])) <= slack:
+        return "".join(earlier[-back:]) + prefix
+    # Too long to add: start at the next multiple instead (never dropping the cursor line).
+    return "".join(kept[min(anchor_lines - back, len(kept) - 1) :])
 
 
 def _take_lines(

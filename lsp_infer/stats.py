@@ -43,6 +43,8 @@ class Stats:
     precompute_hits: int = 0  # answered from an idle precompute
     keystrokes: int = 0  # didChange notifications
     generations: int = 0  # model runs started
+    generations_with_extra: int = 0  # ... with other files' code in the prompt
+    context_refreshes: int = 0  # idle re-picks of extra context that changed it (prefetched)
     prompt_tokens_evaluated: int = 0
     prompt_tokens_reused: int = 0
     tokens_generated: int = 0

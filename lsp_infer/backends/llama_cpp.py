@@ -317,7 +317,9 @@ class LlamaCppBackend:
             raise BackendUnavailable(self.error or f"the model is {self.state}")
         template = self.loaded.template
         room = self.loaded.n_ctx - job.max_tokens - _CONTEXT_MARGIN
-        budget = min(job.budget_tokens, room - (job.extra_tokens if job.extra else 0))
+        room -= job.extra_tokens if job.extra else 0
+        # The anchored prefix may run a quarter over its budget (see fit_window): keep room.
+        budget = min(job.budget_tokens, room * 4 // 5)
         window = fit_window(
             job.text,
             job.offset,
@@ -325,6 +327,7 @@ class LlamaCppBackend:
             self.count_tokens,
             suffix_tokens=job.suffix_tokens,
             anchor_lines=PREFIX_ANCHOR_LINES,
+            anchor_slack=budget // 4,
         )
         # Whitespace typed at the end of the prefix ("return ", or an indentation) is left out
         # of the prompt: the model tokenizes it together with the next word (" a",

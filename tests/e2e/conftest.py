@@ -91,14 +91,16 @@ def open_document(client: LanguageClient, uri: str, text: str, language: str = "
 
 
 async def inline_at(
-    client: LanguageClient, uri: str, line: int, character: int
+    client: LanguageClient, uri: str, line: int, character: int, invoked: bool = False
 ) -> types.InlineCompletionList:
+    """An inline completion request: made by typing (Automatic), or by the user (Invoked)."""
+    kind = types.InlineCompletionTriggerKind
     result = await client.text_document_inline_completion_async(
         types.InlineCompletionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             position=types.Position(line=line, character=character),
             context=types.InlineCompletionContext(
-                trigger_kind=types.InlineCompletionTriggerKind.Automatic
+                trigger_kind=kind.Invoked if invoked else kind.Automatic
             ),
         )
     )

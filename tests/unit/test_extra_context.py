@@ -11,6 +11,7 @@ from lsp_infer.extra_context import (
     identifiers_near,
     imported_names,
     select,
+    trimmed,
 )
 from lsp_infer.prompts import TEMPLATES, prompt_text, with_repository
 
@@ -42,6 +43,32 @@ def test_chunk_around_is_stable_for_nearby_lines() -> None:
     assert (
         chunk_around("u", "p", text, 100).start_line == chunk_around("u", "p", text, 110).start_line
     )
+
+
+def test_trimmed_keeps_whole_lines_around_the_focus() -> None:
+    text = "\n".join(f"line {i:02d}" for i in range(10))  # 7 characters a line
+    whole = Chunk("u", "p", 100, text, focus=4)
+    assert trimmed(whole, len(text)) is whole  # fits: the same chunk
+    cut = trimmed(whole, 7 * 3 + 2)  # three lines: the focus, the one after, the one before
+    assert cut is not None
+    assert cut.text == "line 03\nline 04\nline 05"
+    assert (cut.start_line, cut.focus) == (103, 1)
+    at_the_top = trimmed(Chunk("u", "p", 0, text), 7 * 3 + 2)
+    assert at_the_top is not None and at_the_top.text == "line 00\nline 01\nline 02"
+    assert trimmed(whole, 6) is None  # not even the focus line fits
+
+
+def test_a_chunk_larger_than_the_budget_is_cut_to_fit_not_skipped() -> None:
+    source = "\n".join(f"value_{i} = compute({i}, scale={i * 3})" for i in range(200))
+    ring = ChunkRing()
+    ring.add(chunk_around("file:///w/other.py", "other.py", source, 100))  # 64 lines
+    chosen = select("file:///w/main.py", MAIN, len(MAIN), ring, [], 1024, lambda _u: False)
+    assert len(chosen) == 1
+    assert len(chosen[0].text) + len("other.py") + 2 <= 1024
+    # cut around the middle of the region line 100 is in (lines 96-127)
+    assert chosen[0].start_line < 112 < chosen[0].start_line + chosen[0].text.count("\n")
+    # Too little room left to say anything: left out.
+    assert select("file:///w/main.py", MAIN, len(MAIN), ring, [], 120, lambda _u: False) == ()
 
 
 def test_definitions_and_names() -> None:

@@ -114,35 +114,50 @@ def test_fit_window_on_a_megabyte_never_tokenizes_it_whole() -> None:
     assert sum(seen) < 50_000
 
 
-def _anchored_prefix(typed_lines: int, anchor: int) -> tuple[str, int]:
+def _anchored_prefix(typed_lines: int, anchor: int, slack: int) -> tuple[str, int]:
     """The prefix while the cursor is at the start of line ``typed_lines`` (each line 3
     tokens, budget 30: ten lines fit), and the document line it starts on."""
     text = "".join(f"line {i}\n" for i in range(200))
     offset = text.index(f"line {typed_lines}\n")
-    window = fit_window(text, offset, 30, count_words, suffix_tokens=0, anchor_lines=anchor)
+    window = fit_window(
+        text, offset, 30, count_words, suffix_tokens=0, anchor_lines=anchor, anchor_slack=slack
+    )
     first = int(window.prefix.split("\n", 1)[0].split()[1])
     return window.prefix, first
 
 
 @pytest.mark.parametrize(
-    ("cursor_line", "anchor", "first_line"),
+    ("cursor_line", "anchor", "slack", "first_line"),
     [
-        (50, 1, 40),  # unanchored: exactly the ten lines that fit
-        (51, 1, 41),  # ... and the start slides with every line typed
-        (50, 8, 40),  # 40 is a multiple of 8: the same window
-        (51, 8, 48),  # the start stays on line 48 ...
-        (55, 8, 48),
-        (58, 8, 48),
-        (59, 8, 56),  # ... until line 48 no longer fits, then moves 8 lines at once
-        (3, 8, 0),  # everything fits: nothing is dropped
+        (50, 1, 0, 40),  # unanchored: exactly the ten lines that fit
+        (51, 1, 0, 41),  # ... and the start slides with every line typed
+        (50, 8, 21, 40),  # 40 is a multiple of 8: the same window
+        (51, 8, 21, 40),  # the start stays on line 40, one line over budget ...
+        (55, 8, 21, 40),  # ... five lines (15 tokens) over, within the slack ...
+        (58, 8, 21, 48),  # ... until line 48 is the first that fits: 8 lines at once
+        (59, 8, 21, 48),
+        (55, 8, 12, 48),  # five lines are over a 12-token slack: the next multiple instead
+        (53, 8, 12, 40),  # three lines (9 tokens) are not
+        (51, 8, 0, 48),  # no slack: always the next multiple, never over budget
+        (58, 8, 0, 48),
+        (59, 8, 0, 56),
+        (3, 8, 21, 0),  # everything fits: nothing is dropped
     ],
 )
 def test_an_anchored_prefix_starts_on_a_multiple_and_moves_in_steps(
-    cursor_line: int, anchor: int, first_line: int
+    cursor_line: int, anchor: int, slack: int, first_line: int
 ) -> None:
-    prefix, first = _anchored_prefix(cursor_line, anchor)
+    prefix, first = _anchored_prefix(cursor_line, anchor, slack)
     assert first == first_line
     assert prefix.endswith(f"line {cursor_line - 1}\n")  # the nearest code is always kept
+
+
+def test_an_anchored_prefix_keeps_at_least_the_unanchored_lines_within_the_slack() -> None:
+    for cursor_line in range(40, 120):
+        unanchored, first = _anchored_prefix(cursor_line, 1, 0)
+        anchored, anchored_first = _anchored_prefix(cursor_line, 8, 21)
+        assert anchored.endswith(unanchored) and anchored_first == first - first % 8
+        assert count_words(anchored) - count_words(unanchored) <= 21
 
 
 def test_anchoring_never_drops_the_cursor_line() -> None:
@@ -150,3 +165,12 @@ def test_anchoring_never_drops_the_cursor_line() -> None:
     offset = len(text)  # a long cursor line: it and two short lines fit, from line 18
     window = fit_window(text, offset, 140, lambda t: len(t) // 3 + 1, anchor_lines=8)
     assert window.prefix == "x" * 400  # line 18 is not on a multiple of 8: up to the cursor line
+    # With room to go over, the start moves back to line 16 instead.
+    window = fit_window(
+        text, offset, 140, lambda t: len(t) // 3 + 1, anchor_lines=8, anchor_slack=35
+    )
+    assert window.prefix == "line 16\nline 17\nline 18\nline 19\n" + "x" * 400
+    # Only the end of an over-long cursor line fits: it is kept as it is.
+    window = fit_window("a\n" * 9 + "y" * 900, 918, 100, lambda t: len(t) // 3 + 1,
+                        anchor_lines=8, anchor_slack=25)  # fmt: skip
+    assert set(window.prefix) == {"y"}
