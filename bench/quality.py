@@ -170,7 +170,7 @@ def score(suggestion: str, expected: str) -> tuple[bool, float]:
 
 
 def run_config(
-    config: str, suites: dict[str, list[Hole]], context_tokens: int
+    config: str, suites: dict[str, list[Hole]], context_tokens: int, extra_budget: int
 ) -> dict[str, dict[str, float]]:
     spec, _, context = config.partition("+")
     order, _, suffix = spec.partition(":")
@@ -186,7 +186,7 @@ def run_config(
         timeout_ms=20000,
         suffix_tokens=int(suffix) if suffix else CompletionSettings().suffix_tokens,
     )
-    extra_tokens = ContextSettings().extra_tokens if context == "ctx" else 0
+    extra_tokens = extra_budget if context == "ctx" else 0
     results: dict[str, dict[str, float]] = {}
 
     async def go() -> None:
@@ -230,6 +230,7 @@ def main() -> None:
     parser.add_argument("--suite", choices=["local", "cross", "both"], default="local")
     parser.add_argument("--configs", default="psm,spmv", help="ORDER[:SUFFIX_TOKENS][+ctx],...")
     parser.add_argument("--context-tokens", type=int, default=512)
+    parser.add_argument("--extra-tokens", type=int, default=ContextSettings().extra_tokens)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     suites: dict[str, list[Hole]] = {}
@@ -240,11 +241,12 @@ def main() -> None:
     for name, holes in suites.items():
         print(f"{name}: {len(holes)} single-line holes from {len({h.module for h in holes})} "
               f"stdlib modules")  # fmt: skip
-    print(f"context {args.context_tokens} tokens, extra context {ContextSettings().extra_tokens} "
+    print(f"context {args.context_tokens} tokens, extra context {args.extra_tokens} "
           f"tokens, Python {sys.version.split()[0]}")  # fmt: skip
     print(f"{'config':12} {'suite':6} {'exact match %':>14} {'edit sim %':>11} {'s/hole':>7}")
     for config in args.configs.split(","):
-        for name, result in run_config(config, suites, args.context_tokens).items():
+        results = run_config(config, suites, args.context_tokens, args.extra_tokens)
+        for name, result in results.items():
             print(f"{config:12} {name:6} {result['exact_match']:14.1f} "
                   f"{result['edit_similarity']:11.1f} {result['seconds_per_hole']:7.2f}",
                   flush=True)  # fmt: skip

@@ -175,12 +175,50 @@ def find_definition(name: str, text: str) -> int | None:
     return None
 
 
-def definition_chunk(uri: str, path: str, text: str, line: int, lines: int = 24) -> Chunk:
-    """A definition's signature and the start of its body (and a few lines above it, for
+def definition_chunk(uri: str, path: str, text: str, line: int, lines: int = 12) -> Chunk:
+    """A definition's signature and the start of its body (and two lines above it, for
     decorators and comments); its focus is the definition's line."""
     all_lines = text.split("\n")
-    start = max(0, line - 4)
-    return Chunk(uri, path, start, "\n".join(all_lines[start : line + lines - 4]), line - start)
+    start = max(0, line - 2)
+    return Chunk(uri, path, start, "\n".join(all_lines[start : line + lines - 2]), line - start)
+
+
+_QUALIFIED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\.([A-Za-z_]\w*)")
+
+
+def qualified_near(
+    text: str, offset: int, before: int = 1500, after: int = 500
+) -> list[tuple[str, str]]:
+    """``(module, name)`` for each ``module.name`` written around the cursor, nearest first."""
+    start = max(0, offset - before)
+    found: dict[tuple[str, str], int] = {}
+    for match in _QUALIFIED.finditer(text, start, min(len(text), offset + after)):
+        distance = abs(match.start() - offset)
+        pair = (match.group(1), match.group(2))
+        found[pair] = min(distance, found.get(pair, distance))
+    return sorted(found, key=found.__getitem__)
+
+
+def module_name(path: str) -> str:
+    """The name code uses for the module at ``path``: ``pkg/errors.py`` → ``errors``, and a
+    package's ``pkg/__init__.py`` → ``pkg``."""
+    parts = path.replace("\\", "/").rstrip("/").split("/")
+    stem = parts[-1].rsplit(".", 1)[0]
+    return parts[-2] if stem in ("__init__", "index", "mod") and len(parts) > 1 else stem
+
+
+_OUTLINE = re.compile(
+    r"^(?:export[ \t]+)?(?:async[ \t]+)?"
+    r"(?:def|class|function|func|fn|struct|interface|enum|trait|type|const|let|var)[ \t]+\w"
+    r"|^[A-Za-z_]\w*[ \t]*(?::[^=\n]*)?=(?!=)"
+)
+
+
+def outline_chunk(document: OpenDocument) -> Chunk:
+    """What a module offers: its top-level definitions' first lines (signatures, class lines,
+    constants), in order — many names in few characters."""
+    lines = [line for line in document.text.split("\n") if _OUTLINE.match(line)]
+    return Chunk(document.uri, document.path, 0, "\n".join(lines))
 
 
 _IMPORT_FROM = re.compile(
@@ -198,6 +236,31 @@ def imported_names(text: str) -> list[str]:
             if len(name) >= 4 and name not in names:
                 names.append(name)
     return names
+
+
+_IMPORT_MODULES = re.compile(
+    r"^[ \t]*(?:from[ \t]+\.*([\w.]*)[ \t]+import[ \t]+(?:\(([^)]*)\)|([^\n(#]+))"
+    r"|import[ \t]+([^\n#]+))",
+    re.MULTILINE,
+)
+
+
+def imported_modules(text: str) -> list[str]:
+    """Modules the file imports (Python), by the name ``module_name`` gives them, in order:
+    ``from .errors import X`` → errors; ``from . import events, locks`` → events, locks (they
+    may be modules); ``import email.utils`` → utils."""
+    modules: list[str] = []
+    for match in _IMPORT_MODULES.finditer(text):
+        source, listed = match.group(1), match.group(2) or match.group(3)
+        if listed is not None:
+            names = [source.rsplit(".", 1)[-1]] if source else []
+            if not source or match.group(0).lstrip().startswith("from ."):
+                names += [part.strip().split(" as ")[0].strip() for part in listed.split(",")]
+        else:
+            names = [part.strip().split(" as ")[0].strip().rsplit(".", 1)[-1]
+                     for part in match.group(4).split(",")]  # fmt: skip
+        modules += [name for name in names if name and name not in modules]
+    return modules
 
 
 @dataclass(frozen=True)
@@ -230,7 +293,24 @@ def select(
     already in the prompt).
     """
     documents = [d for d in open_documents if d.uri != current_uri and not excluded(d.uri)]
+    by_module = {module_name(d.path): d for d in reversed(documents)}  # the first one wins
     candidates: list[Chunk] = []
+    # "errors.HeaderParseError": the definition in that module, and the module's outline.
+    referenced: list[OpenDocument] = []
+    for module, name in qualified_near(current_text, offset)[:24]:
+        document = by_module.get(module)
+        if document is None:
+            continue
+        if document not in referenced:
+            referenced.append(document)
+        line = find_definition(name, document.text)
+        if line is not None:
+            candidates.append(definition_chunk(document.uri, document.path, document.text, line))
+    for module in imported_modules(current_text):
+        document = by_module.get(module)
+        if document is not None and document not in referenced:
+            referenced.append(document)
+    candidates += [outline_chunk(d) for d in referenced]
     for name in identifiers_near(current_text, offset)[:24]:
         if find_definition(name, current_text) is not None:
             continue  # defined right here: the window (or the model) has it

@@ -15,7 +15,7 @@ import pytest
 
 from lsp_infer.backends import CompletionJob, Generation
 from lsp_infer.completions import Completions
-from lsp_infer.config import CompletionSettings
+from lsp_infer.config import CompletionSettings, ContextSettings
 from lsp_infer.engine import CompletionEngine
 from lsp_infer.scheduling import CancelReason, CancelToken, ModelLane
 
@@ -30,6 +30,7 @@ class ScriptedBackend:
         self.script = script
         self.char_seconds = char_seconds
         self.jobs: list[str] = []  # text before the cursor, per generation run
+        self.extras: list[tuple[tuple[str, str], ...]] = []  # other files' code, per run
 
     async def complete(self, job: CompletionJob, cancel: CancelToken) -> Generation:
         return await self.lane.run(self._run, job, cancel)
@@ -38,6 +39,7 @@ class ScriptedBackend:
         cancel.raise_if_cancelled()
         before = job.text[: job.offset]
         self.jobs.append(before)
+        self.extras.append(job.extra)
         job.progress.started_at = time.monotonic()
         text = ""
         for char in self.script(before):
@@ -197,3 +199,54 @@ async def test_debounce_drops_a_request_overtaken_by_the_next_keystroke() -> Non
     started = asyncio.get_running_loop().time()
     await completions.suggest("v", DOC, CURSOR, settings, "m", explicit=True)
     assert asyncio.get_running_loop().time() - started < 5
+
+
+class CountingContext:
+    """Extra context that says how often it was picked."""
+
+    def __init__(self) -> None:
+        self.picks = 0
+
+    def pick(
+        self, uri: str, text: str, offset: int, budget_tokens: int
+    ) -> tuple[tuple[str, str], ...]:
+        self.picks += 1
+        return (("other.py", "def helper(): ..."),)
+
+    def path(self, uri: str) -> str:
+        return uri
+
+
+async def test_extra_context_is_picked_at_a_pause_never_while_typing() -> None:
+    lane = ModelLane()
+    backend = ScriptedBackend(lane, add_script)
+    context = CountingContext()
+    completions = Completions(CompletionEngine(backend), lane, context)
+    extra = ContextSettings(idle_ms=100)
+    # Typing: the first request does not pick (or wait for) other files' code ...
+    assert await completions.suggest("u", DOC, CURSOR, SETTINGS, "m", context_settings=extra)
+    assert context.picks == 0 and backend.extras == [()]
+    # ... and a keystroke before the pause is over puts the pick off.
+    text, offset = typed(DOC, CURSOR, "a")
+    await asyncio.sleep(0.05)
+    completions.document_changed("u", text)
+    await asyncio.sleep(0.15)
+    assert context.picks == 0
+    # A pause: picked, and a background generation evaluates it.
+    assert await completions.suggest("u", text, offset, SETTINGS, "m", context_settings=extra)
+    await asyncio.sleep(0.3)
+    assert context.picks == 1 and completions.stats.context_refreshes == 1
+    assert backend.extras[-1] == (("other.py", "def helper(): ..."),)
+    # The pick is pinned: the next keystroke's generation has it, without picking again
+    # (the pause after it re-picks the same and evaluates nothing).
+    runs = len(backend.jobs)
+    text, offset = typed(text, offset, "x")
+    completions.document_changed("u", text)
+    await completions.suggest("u", text, offset, SETTINGS, "m", context_settings=extra)
+    assert len(backend.jobs) == runs + 1 and backend.extras[-1] == backend.extras[-2]
+    await asyncio.sleep(0.3)
+    assert completions.stats.context_refreshes == 1 and len(backend.jobs) == runs + 1
+    # A request the user makes picks at once.
+    await completions.suggest("v", DOC, CURSOR, SETTINGS, "m", context_settings=extra,
+                              explicit=True)  # fmt: skip
+    assert backend.extras[-1] == (("other.py", "def helper(): ..."),)
