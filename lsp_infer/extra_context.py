@@ -2,13 +2,18 @@
 
 A 0.5B model next to the cursor knows only what is in its prompt. This module keeps what the
 user has been working on — a ring of chunks from recently edited, opened, saved and visited
-regions (near-duplicates evicted), the other open documents, and the definitions of names used
-near the cursor (found by plain text search) — and picks what fits a token budget.
+regions (near-duplicates evicted), the other open documents — and picks what fits a token
+budget, most specific first: for ``module.name`` near the cursor, that definition in the open
+``module`` and the module's outline (its top-level names); outlines of the open modules the
+file imports; definitions of other names used near the cursor (all by plain text search);
+the ring; the heads of other open documents. Whatever does not fit whole is cut around the
+line it is about.
 
 The pick is *pinned* per document while the user types (the extra context comes first in the
-prompt, so a stable pick keeps the model's KV cache valid across keystrokes); it is refreshed
-when the user pauses, and the refreshed prompt is evaluated then (prefetch), so extra context
-adds no keystroke latency. Pure: no model, no LSP; the caller supplies the exclusion check.
+prompt, so a stable pick keeps the model's KV cache valid across keystrokes); it is made or
+refreshed when the user pauses, and the new prompt is evaluated then (prefetch), so extra
+context adds no keystroke latency (completions.py). Pure: no model, no LSP; the caller
+supplies the exclusion check.
 """
 
 from __future__ import annotations
@@ -287,8 +292,9 @@ def select(
 ) -> tuple[Chunk, ...]:
     """The extra chunks for a prompt, most useful last (nearest the code), within budget.
 
-    Priority: definitions of names used near the cursor (from other documents), then the
-    ring's recent chunks (other documents first), then the heads of other open documents.
+    Priority: for ``module.name`` near the cursor, its definition in that module; the
+    outlines of those modules, then of the modules the file imports; definitions of other
+    names used near the cursor; the ring's recent chunks; the heads of other documents.
     Nothing from an excluded document; nothing from the current document (its own window is
     already in the prompt).
     """

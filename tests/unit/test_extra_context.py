@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from lsp_infer.extra_context import (
     Chunk,
     ChunkRing,
@@ -9,7 +11,11 @@ from lsp_infer.extra_context import (
     chunk_around,
     find_definition,
     identifiers_near,
+    imported_modules,
     imported_names,
+    module_name,
+    outline_chunk,
+    qualified_near,
     select,
     trimmed,
 )
@@ -145,3 +151,72 @@ def test_workspace_context_notes_regions_once_and_keeps_saves() -> None:
     assert len(context.ring) == 1 and not context._last_region
     context.note("file:///w/a.py", texts["file:///w/a.py"], 5)
     assert context._last_region == {"file:///w/a.py": 0}
+
+
+ERRORS = (
+    '"""Exceptions."""\n\nimport sys\n\n\nclass MessageError(Exception):\n    """Base."""\n\n\n'
+    "class HeaderParseError(MessageError):\n    pass\n\n\ndef describe(error):\n"
+    "    return str(error)\n\n\nLIMIT = 3\n"
+)
+PARSER = (
+    "from . import errors\nfrom .util import helper\n\n\ndef parse(value):\n    try:\n"
+    "        return helper(value)\n    except errors.HeaderParseError:\n        raise\n"
+    "    except errors."
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("email/errors.py", "errors"),
+        ("email/__init__.py", "email"),
+        ("errors.py", "errors"),
+        ("src/lib/index.ts", "lib"),
+        ("__init__.py", "__init__"),
+    ],
+)
+def test_module_name(path: str, name: str) -> None:
+    assert module_name(path) == name
+
+
+def test_qualified_names_and_imported_modules() -> None:
+    assert qualified_near(PARSER, len(PARSER))[0] == ("errors", "HeaderParseError")
+    assert ("errors", "HeaderParseError") in qualified_near(PARSER, 0, after=len(PARSER))
+    assert qualified_near("x = a.b.c", 9) == [("a", "b")]  # b.c is an attribute, not a module
+    assert imported_modules(PARSER) == ["errors", "util", "helper"]
+    assert imported_modules("import email.utils, os as o\nfrom x.y import z\n") == [
+        "utils",
+        "os",
+        "y",
+    ]
+
+
+def test_outline_lists_a_modules_top_level_names() -> None:
+    outline = outline_chunk(OpenDocument("file:///w/errors.py", "errors.py", ERRORS))
+    assert outline.text.split("\n") == [
+        "class MessageError(Exception):",
+        "class HeaderParseError(MessageError):",
+        "def describe(error):",
+        "LIMIT = 3",
+    ]
+
+
+def test_select_shows_the_module_a_qualified_name_comes_from() -> None:
+    documents = [
+        OpenDocument("file:///w/errors.py", "errors.py", ERRORS),
+        OpenDocument("file:///w/util.py", "util.py", "def helper(value):\n    return value\n"),
+        OpenDocument("file:///w/other.py", "other.py", "unrelated = 1\n"),
+    ]
+    chosen = select(
+        "file:///w/parser.py", PARSER, len(PARSER), [], documents, 4000, lambda _u: False
+    )
+    texts = [c.text for c in chosen]
+    # The definition of the name written with its module, nearest the code ...
+    assert "class HeaderParseError(MessageError):" in texts[-1]
+    # ... and that module's outline, which names what else it offers.
+    assert any("def describe(error):\nLIMIT = 3" in text for text in texts)
+    assert any("def helper(value):" in text for text in texts)
+    # An excluded module is never shown, qualified or imported.
+    hidden = select("file:///w/parser.py", PARSER, len(PARSER), [], documents, 4000,
+                    lambda uri: uri.endswith("errors.py"))  # fmt: skip
+    assert all("HeaderParseError" not in c.text for c in hidden)
