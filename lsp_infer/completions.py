@@ -106,7 +106,7 @@ class Completions:
         self._shown: dict[str, Shown] = {}
         # Extra context is pinned per document while the user types (it comes first in the
         # prompt: a stable pick keeps the KV cache valid). It is picked when the user pauses
-        # and evaluated then (prefetch), so typing never waits for it; the first automatic
+        # and evaluated then (prefetch), so no keystroke starts that work; the first automatic
         # request in a document has none yet (BENCHMARKS.md, "What extra context costs").
         self._pinned: dict[str, Extra] = {}
         self._idle: dict[str, asyncio.TimerHandle] = {}
