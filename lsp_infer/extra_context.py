@@ -220,9 +220,12 @@ _OUTLINE = re.compile(
 )
 
 
-def outline_chunk(document: OpenDocument) -> Chunk:
+def outline_chunk(document: OpenDocument, whole_below: int = 0) -> Chunk:
     """What a module offers: its top-level definitions' first lines (signatures, class lines,
-    constants), in order — many names in few characters."""
+    constants), in order — many names in few characters. A module shorter than
+    ``whole_below`` characters is shown whole instead (its comments and values help too)."""
+    if len(document.text) < whole_below:
+        return Chunk(document.uri, document.path, 0, document.text)
     lines = [line for line in document.text.split("\n") if _OUTLINE.match(line)]
     return Chunk(document.uri, document.path, 0, "\n".join(lines))
 
@@ -317,7 +320,7 @@ def select(
         document = by_module.get(module)
         if document is not None and document not in referenced:
             referenced.append(document)
-    candidates += [outline_chunk(d) for d in referenced]
+    candidates += [outline_chunk(d, whole_below=budget_chars // 2) for d in referenced]
     for name in identifiers_near(current_text, offset)[:24]:
         if find_definition(name, current_text) is not None:
             continue  # defined right here: the window (or the model) has it

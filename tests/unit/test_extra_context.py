@@ -213,8 +213,14 @@ def test_select_shows_the_module_a_qualified_name_comes_from() -> None:
     texts = [c.text for c in chosen]
     # The definition of the name written with its module, nearest the code ...
     assert "class HeaderParseError(MessageError):" in texts[-1]
-    # ... and that module's outline, which names what else it offers.
-    assert any("def describe(error):\nLIMIT = 3" in text for text in texts)
+    # ... and that module: whole when it is small next to the budget ...
+    partial = "from . import errors\n\nlimit = errors.LIM"
+    whole = select("file:///w/p.py", partial, len(partial), [], documents, 4000, lambda _u: False)
+    assert whole[-1].text == ERRORS
+    # ... else its outline, which names what else it offers.
+    errors = OpenDocument("file:///w/errors.py", "errors.py", ERRORS)
+    assert outline_chunk(errors, whole_below=len(ERRORS) + 1).text == ERRORS
+    assert outline_chunk(errors, whole_below=len(ERRORS)).text.endswith("LIMIT = 3")
     assert any("def helper(value):" in text for text in texts)
     # An excluded module is never shown, qualified or imported.
     hidden = select("file:///w/parser.py", PARSER, len(PARSER), [], documents, 4000,
