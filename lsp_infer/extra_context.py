@@ -240,11 +240,15 @@ def imported_names(text: str) -> list[str]:
     names: list[str] = []
     for match in _IMPORT_FROM.finditer(text):
         listed = match.group(1) if match.group(1) is not None else match.group(2)
-        for part in listed.replace("\n", " ").split(","):
-            name = part.strip().split(" as ")[0].strip()
+        for name in _listed(listed):
             if len(name) >= 4 and name not in names:
                 names.append(name)
     return names
+
+
+def _listed(names: str) -> list[str]:
+    """``"a, b as c,\n d"`` → ``["a", "b", "d"]``: the names of an import list."""
+    return [part.strip().split(" as ")[0].strip() for part in names.replace("\n", " ").split(",")]
 
 
 _IMPORT_MODULES = re.compile(
@@ -264,10 +268,9 @@ def imported_modules(text: str) -> list[str]:
         if listed is not None:
             names = [source.rsplit(".", 1)[-1]] if source else []
             if not source or match.group(0).lstrip().startswith("from ."):
-                names += [part.strip().split(" as ")[0].strip() for part in listed.split(",")]
+                names += _listed(listed)
         else:
-            names = [part.strip().split(" as ")[0].strip().rsplit(".", 1)[-1]
-                     for part in match.group(4).split(",")]  # fmt: skip
+            names = [name.rsplit(".", 1)[-1] for name in _listed(match.group(4))]
         modules += [name for name in names if name and name not in modules]
     return modules
 
