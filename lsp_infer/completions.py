@@ -204,10 +204,18 @@ class Completions:
         here with it in the background (which also puts the new prompt in the KV cache)."""
         self._cancel_idle(uri)
 
+        loop = asyncio.get_running_loop()
+
         def refresh() -> None:
             self._idle.pop(uri, None)
-            if self.context is None or uri in self._flights:
-                return  # something is running: the user is not idle after all
+            if self.context is None:
+                return
+            if uri in self._flights:
+                # Background work (the precompute of the suggestion just shown) is still on
+                # the lane: look again after another pause rather than give the pick up. A
+                # keystroke meanwhile cancels this timer, as it does the first.
+                self._idle[uri] = loop.call_later(context_settings.idle_ms / 1000, refresh)
+                return
             fresh = self.context.pick(uri, text, offset, context_settings.extra_tokens)
             if fresh == self._pinned.get(uri, ()):
                 return
@@ -221,7 +229,6 @@ class Completions:
                 precompute=True, extra=fresh, extra_tokens=context_settings.extra_tokens,
             )  # fmt: skip
 
-        loop = asyncio.get_running_loop()
         self._idle[uri] = loop.call_later(context_settings.idle_ms / 1000, refresh)
 
     def _cancel_idle(self, uri: str) -> None:

@@ -250,3 +250,30 @@ async def test_extra_context_is_picked_at_a_pause_never_while_typing() -> None:
     await completions.suggest("v", DOC, CURSOR, SETTINGS, "m", context_settings=extra,
                               explicit=True)  # fmt: skip
     assert backend.extras[-1] == (("other.py", "def helper(): ..."),)
+
+
+async def test_the_pick_waits_for_background_work_still_running_at_the_pause() -> None:
+    # The precompute of the shown suggestion outlasts the pause (usual on 2 cores): the pick
+    # is made once it ends, not given up until the next request.
+    lane = ModelLane()
+    backend = ScriptedBackend(lane, add_script, char_seconds=0.05)
+    context = CountingContext()
+    completions = Completions(CompletionEngine(backend), lane, context)
+    extra = ContextSettings(idle_ms=100)
+    settings = CompletionSettings(precompute=True, debounce_ms=0)
+    assert await completions.suggest("u", DOC, CURSOR, settings, "m", context_settings=extra)
+    precompute = completions._flights["u"]
+    assert precompute.precompute  # " # sum" at 50 ms a character: longer than the pause
+    await asyncio.sleep(0.15)
+    assert context.picks == 0 and "u" in completions._flights
+    for _ in range(100):
+        if completions.stats.context_refreshes:
+            break
+        await asyncio.sleep(0.05)
+    assert precompute.task is not None and precompute.task.done()
+    assert not precompute.token.cancelled  # the pick waited; it did not stop the precompute
+    assert context.picks == 1 and completions.stats.context_refreshes == 1
+    refresh = completions._flights["u"]
+    assert refresh.task is not None
+    await refresh.task
+    assert backend.extras[-1] == (("other.py", "def helper(): ..."),)
