@@ -527,7 +527,8 @@ def main() -> None:
         )
         print(
             f"  extra context: in {s['generationsWithExtra']} of {s['generations']} "
-            f"generations, {s['contextRefreshes']} idle re-picks"
+            f"generations, {s['contextRefreshes']} background evaluations of a new pick, "
+            f"{s['contextSwitches']} put in use"
         )
         for other in ("serial", "floor"):
             if other in results:

@@ -53,6 +53,7 @@ class Flight:
     precompute: bool  # background work (idle precompute or a context refresh), not a request
     extra: tuple[tuple[str, str], ...] = ()  # other files' code in the prompt (pinned)
     extra_tokens: int = 0  # its token budget
+    keep_cache: bool = False  # a new pick's evaluation: stopped in its prompt, the cache is kept
     token: CancelToken = field(default_factory=CancelToken)
     progress: JobProgress = field(default_factory=JobProgress)
     task: asyncio.Future[Suggestion] | None = None
@@ -109,6 +110,11 @@ class Completions:
         # and evaluated then (prefetch), so no keystroke starts that work; the first automatic
         # request in a document has none yet (BENCHMARKS.md, "What extra context costs").
         self._pinned: dict[str, Extra] = {}
+        # A new pick being evaluated in the background. It replaces the pinned one only once
+        # its prompt is in the KV cache: a keystroke that stops the evaluation halfway keeps
+        # the old pick and the old cache (the backend puts it back), so it costs no latency;
+        # the evaluation carries on at the next pause.
+        self._candidate: dict[str, tuple[Extra, Flight]] = {}
         self._idle: dict[str, asyncio.TimerHandle] = {}
         # Requests and edits per document, to see whether a newer one came during a debounce.
         self._activity: dict[str, int] = {}
@@ -187,6 +193,16 @@ class Completions:
         there is none yet (they wait for the answer anyway); one made by typing does not."""
         if self.context is None or context_settings is None or not context_settings.enabled:
             return ()
+        if (candidate := self._candidate.get(uri)) is not None:
+            fresh, flight = candidate
+            if flight.progress.prompt_done_at is not None:
+                self._promote(uri)
+            elif (
+                self._flights.get(uri) is flight
+                and not flight.token.cancelled
+                and flight.typed(text, offset) is not None
+            ):
+                return fresh  # a request where the evaluation is under way waits for it
         if explicit and uri not in self._pinned:
             self._pinned[uri] = self.context.pick(uri, text, offset, context_settings.extra_tokens)
         return self._pinned.get(uri, ())
@@ -218,16 +234,17 @@ class Completions:
                 return
             fresh = self.context.pick(uri, text, offset, context_settings.extra_tokens)
             if fresh == self._pinned.get(uri, ()):
+                self._candidate.pop(uri, None)
                 return
-            self._pinned[uri] = fresh
             self.stats.context_refreshes += 1
             reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
             origin = CursorContext.at(text, offset, reach)
             key = self._key(model_key, settings, context_settings.extra_tokens, fresh)
-            self._start(
-                uri, text, offset, origin, "", key, settings,
-                precompute=True, extra=fresh, extra_tokens=context_settings.extra_tokens,
+            flight = self._start(
+                uri, text, offset, origin, "", key, settings, precompute=True,
+                extra=fresh, extra_tokens=context_settings.extra_tokens, keep_cache=True,
             )  # fmt: skip
+            self._candidate[uri] = (fresh, flight)
 
         self._idle[uri] = loop.call_later(context_settings.idle_ms / 1000, refresh)
 
@@ -332,12 +349,15 @@ class Completions:
         job_offset: int | None = None,
         extra: Extra = (),
         extra_tokens: int = 0,
+        keep_cache: bool = False,
     ) -> Flight:
         previous = self._flights.get(uri)
         if previous is not None:
             previous.stop(CancelReason.SUPERSEDED)
         reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
-        flight = Flight(uri, reach, origin, len(text), lead, key, precompute, extra, extra_tokens)
+        flight = Flight(
+            uri, reach, origin, len(text), lead, key, precompute, extra, extra_tokens, keep_cache
+        )
         self._flights[uri] = flight
         flight.task = asyncio.ensure_future(
             self._run(
@@ -378,13 +398,16 @@ class Completions:
     ) -> Suggestion:
         self.stats.generations += 1
         self.stats.generations_with_extra += bool(flight.extra)
+        finished = False
         try:
             suggestion = await self.engine.complete(
                 text, offset, settings, flight.token, flight.progress,
                 extra=flight.extra,
                 extra_tokens=flight.extra_tokens,
+                keep_cache=flight.keep_cache,
                 path=self.context.path(flight.uri) if self.context else "",
             )  # fmt: skip
+            finished = True
             context = CursorContext.at(text, offset, flight.reach)
             self.cache.put(context, flight.settings_key, suggestion.text)
             return suggestion
@@ -392,6 +415,18 @@ class Completions:
             self._account(flight)
             if self._flights.get(flight.uri) is flight:
                 del self._flights[flight.uri]
+            candidate = self._candidate.get(flight.uri)
+            # A backend without a KV cache to speak of (HTTP) never reports its prompt done:
+            # its finished run counts.
+            done = flight.progress.prompt_done_at is not None or finished
+            if candidate and candidate[1] is flight and done:
+                self._promote(flight.uri)
+
+    def _promote(self, uri: str) -> None:
+        """The candidate pick's prompt is in the KV cache: requests use it from now on."""
+        fresh, _flight = self._candidate.pop(uri)
+        self._pinned[uri] = fresh
+        self.stats.context_switches += 1
 
     def _account(self, flight: Flight) -> None:
         progress, token = flight.progress, flight.token
@@ -428,6 +463,7 @@ class Completions:
             flight.stop(CancelReason.DOCUMENT_CLOSED)
         self._shown.pop(uri, None)
         self._pinned.pop(uri, None)
+        self._candidate.pop(uri, None)
         self._activity.pop(uri, None)  # a request still settling sees the change: stale
         self._cancel_idle(uri)
 
@@ -436,6 +472,7 @@ class Completions:
         generations are on the lane behind the reload and will use the new model.)"""
         self._shown.clear()
         self._pinned.clear()
+        self._candidate.clear()
         self.cache.clear()
 
     def shutdown(self) -> None:

@@ -48,6 +48,7 @@ class CompletionEngine:
         extra: tuple[tuple[str, str], ...] = (),
         extra_tokens: int = 0,
         path: str = "",
+        keep_cache: bool = False,
     ) -> Suggestion:
         line = cursor_line(text, offset)
         max_lines = 1 if line.after.strip() else settings.max_lines
@@ -63,6 +64,7 @@ class CompletionEngine:
             extra=extra,
             extra_tokens=extra_tokens,
             path=path,
+            keep_cache=keep_cache,
         )
         generation = await self.backend.complete(job, cancel)
         suggestion = finish(generation.text, generation, line, max_lines)

@@ -44,7 +44,8 @@ class Stats:
     keystrokes: int = 0  # didChange notifications
     generations: int = 0  # model runs started
     generations_with_extra: int = 0  # ... with other files' code in the prompt
-    context_refreshes: int = 0  # idle re-picks of extra context that changed it (prefetched)
+    context_refreshes: int = 0  # background evaluations of a new pick of extra context
+    context_switches: int = 0  # new picks put in use (their prompt evaluated in full)
     prompt_tokens_evaluated: int = 0
     prompt_tokens_reused: int = 0
     tokens_generated: int = 0

@@ -31,6 +31,7 @@ class JobProgress:
     prompt_tokens_evaluated: int = 0
     generated_tokens: int = 0
     started_at: float | None = None  # monotonic time the backend started the job
+    prompt_done_at: float | None = None  # monotonic time the whole prompt was evaluated
     stopped_at: float | None = None  # monotonic time the backend stopped for a cancel
 
 
@@ -52,6 +53,10 @@ class CompletionJob:
     extra: tuple[tuple[str, str], ...] = ()
     extra_tokens: int = 0
     path: str = ""
+    # Background work whose prompt differs from what the cache holds (a new pick of extra
+    # context): if it is stopped before its prompt is evaluated, the backend puts its cache
+    # back as it was, so the next keystroke does not pay for the half-evaluated prompt.
+    keep_cache: bool = False
 
 
 @dataclass(frozen=True)

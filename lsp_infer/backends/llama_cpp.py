@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import ctypes
 import logging
 import os
 import time
@@ -43,6 +44,8 @@ _CONTEXT_MARGIN = 8
 # KV cache valid) for that many typed lines instead of sliding on every one. Measured with
 # bench/keystrokes.py: see BENCHMARKS.md.
 PREFIX_ANCHOR_LINES = 8
+# A keep_cache job that would drop fewer cached tokens than this does not copy the cache first.
+_KEEP_AT_LEAST = 32
 
 LoadState = Literal["not loaded", "loading", "ready", "failed"]
 
@@ -65,6 +68,14 @@ class LoadedModel:
     n_ctx: int
     n_threads: int
     load_seconds: float
+
+
+@dataclass(frozen=True)
+class KvSnapshot:
+    """The KV cache of the model's one sequence, copied out, and the tokens it holds."""
+
+    tokens: list[int]
+    data: Any  # ctypes byte array from llama_state_seq_get_data
 
 
 def _common_prefix(a: Any, b: list[int]) -> int:
@@ -115,6 +126,9 @@ class LlamaCppBackend:
         self._abort_callback: Any = None  # keep a reference: llama.cpp holds a raw pointer
         self._pieces: list[bytes] | None = None  # each token's text, for token healing
         self._candidates: dict[bytes, np.ndarray[Any, np.dtype[np.int64]]] = {}
+        # The part of a keep_cache job's prompt evaluated before it was stopped, to carry on
+        # from when it runs again (at the next pause) instead of starting over.
+        self._parked: KvSnapshot | None = None
 
     # -- loading (on the lane) ------------------------------------------------------
 
@@ -240,6 +254,7 @@ class LlamaCppBackend:
         self._special_ids = {}
         self._pieces = None
         self._candidates = {}
+        self._parked = None
 
     def close(self) -> None:
         self.lane.run_blocking(self._close)
@@ -364,6 +379,7 @@ class LlamaCppBackend:
     ) -> Generation:
         llm, progress = self._llm, job.progress
         progress.started_at = started = time.monotonic()
+        kept = self._switch_for(tokens) if job.keep_cache else None
         reused = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
         if reused == len(tokens):
             reused -= 1  # re-evaluate the last token to get fresh logits
@@ -374,7 +390,7 @@ class LlamaCppBackend:
         try:
             self._eval(tokens[reused:], cancel)
             progress.prompt_tokens_evaluated = len(tokens) - reused
-            prompt_done = time.monotonic()
+            progress.prompt_done_at = prompt_done = time.monotonic()
             text, generated, reason = self._decode(
                 job, max_tokens, cancel, prompt_done, healed, typed_space
             )
@@ -382,6 +398,9 @@ class LlamaCppBackend:
             progress.stopped_at = time.monotonic()
             if not progress.prompt_tokens_evaluated:  # stopped inside prompt evaluation
                 progress.prompt_tokens_evaluated = max(0, llm.n_tokens - reused)
+                if kept is not None:
+                    self._parked = self._snapshot()
+                    self._restore(kept)
             raise
         finally:
             self._active = None
@@ -394,6 +413,49 @@ class LlamaCppBackend:
             prompt_seconds=prompt_done - started,
             decode_seconds=time.monotonic() - prompt_done,
         )
+
+    # -- the KV cache of background work (keep_cache jobs) ---------------------------
+
+    def _switch_for(self, tokens: list[int]) -> KvSnapshot | None:
+        """Before a keep_cache job: a copy of the cache to put back if it is stopped inside
+        its prompt (None when the job hardly changes it), and the cache switched to what an
+        earlier stopped run of it left, when that shares more of its prompt."""
+        llm = self._llm
+        reused = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
+        parked, self._parked = self._parked, None
+        resume = parked is not None and _common_prefix(parked.tokens, tokens) > reused
+        if not resume and llm.n_tokens - reused < _KEEP_AT_LEAST:
+            return None  # little to lose: the job only extends what is there
+        kept = self._snapshot()
+        if resume:
+            assert parked is not None
+            self._restore(parked)
+        return kept
+
+    def _snapshot(self) -> KvSnapshot:
+        import llama_cpp
+
+        llm = self._llm
+        # Drop anything past the counted tokens (an aborted batch) before copying.
+        llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), 0, llm.n_tokens, -1)
+        size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
+        data = (ctypes.c_uint8 * size)()
+        llama_cpp.llama_state_seq_get_data(llm.ctx, data, size, 0)
+        return KvSnapshot([int(t) for t in llm.input_ids[: llm.n_tokens]], data)
+
+    def _restore(self, snapshot: KvSnapshot) -> None:
+        import llama_cpp
+
+        llm = self._llm
+        llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), 0, -1, -1)
+        llm.n_tokens = 0
+        if not snapshot.tokens:
+            return
+        if not llama_cpp.llama_state_seq_set_data(llm.ctx, snapshot.data, len(snapshot.data), 0):
+            log.warning("could not restore the KV cache; the next prompt is evaluated whole")
+            return
+        llm.input_ids[: len(snapshot.tokens)] = snapshot.tokens
+        llm.n_tokens = len(snapshot.tokens)
 
     def _eval(self, tokens: list[int], cancel: CancelToken) -> None:
         try:

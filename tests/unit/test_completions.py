@@ -25,10 +25,17 @@ SETTINGS = CompletionSettings(precompute=False, debounce_ms=0)
 class ScriptedBackend:
     name = "scripted"
 
-    def __init__(self, lane: ModelLane, script: Callable[[str], str], char_seconds: float = 0.005):
+    def __init__(
+        self,
+        lane: ModelLane,
+        script: Callable[[str], str],
+        char_seconds: float = 0.005,
+        prompt_seconds: float = 0.0,
+    ):
         self.lane = lane
         self.script = script
         self.char_seconds = char_seconds
+        self.prompt_seconds = prompt_seconds  # the "prompt evaluation", cancellable
         self.jobs: list[str] = []  # text before the cursor, per generation run
         self.extras: list[tuple[tuple[str, str], ...]] = []  # other files' code, per run
 
@@ -41,6 +48,12 @@ class ScriptedBackend:
         self.jobs.append(before)
         self.extras.append(job.extra)
         job.progress.started_at = time.monotonic()
+        while time.monotonic() < job.progress.started_at + self.prompt_seconds:
+            time.sleep(0.005)
+            if cancel.cancelled:
+                job.progress.stopped_at = time.monotonic()
+                cancel.raise_if_cancelled()
+        job.progress.prompt_done_at = time.monotonic()
         text = ""
         for char in self.script(before):
             time.sleep(self.char_seconds)
@@ -217,11 +230,23 @@ class CountingContext:
         return uri
 
 
-async def test_extra_context_is_picked_at_a_pause_never_while_typing() -> None:
+def make_with_context(
+    char_seconds: float = 0.005, prompt_seconds: float = 0.0
+) -> tuple[Completions, ScriptedBackend, CountingContext]:
     lane = ModelLane()
-    backend = ScriptedBackend(lane, add_script)
+    backend = ScriptedBackend(lane, add_script, char_seconds, prompt_seconds)
     context = CountingContext()
-    completions = Completions(CompletionEngine(backend), lane, context)
+    return Completions(CompletionEngine(backend), lane, context), backend, context
+
+
+async def until(condition: Callable[[], object], seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+
+
+async def test_extra_context_is_picked_at_a_pause_never_while_typing() -> None:
+    completions, backend, context = make_with_context()
     extra = ContextSettings(idle_ms=100)
     # Typing: the first request does not pick (or wait for) other files' code ...
     assert await completions.suggest("u", DOC, CURSOR, SETTINGS, "m", context_settings=extra)
@@ -255,10 +280,7 @@ async def test_extra_context_is_picked_at_a_pause_never_while_typing() -> None:
 async def test_the_pick_waits_for_background_work_still_running_at_the_pause() -> None:
     # The precompute of the shown suggestion outlasts the pause (usual on 2 cores): the pick
     # is made once it ends, not given up until the next request.
-    lane = ModelLane()
-    backend = ScriptedBackend(lane, add_script, char_seconds=0.05)
-    context = CountingContext()
-    completions = Completions(CompletionEngine(backend), lane, context)
+    completions, backend, context = make_with_context(char_seconds=0.05)
     extra = ContextSettings(idle_ms=100)
     settings = CompletionSettings(precompute=True, debounce_ms=0)
     assert await completions.suggest("u", DOC, CURSOR, settings, "m", context_settings=extra)
@@ -266,14 +288,37 @@ async def test_the_pick_waits_for_background_work_still_running_at_the_pause() -
     assert precompute.precompute  # " # sum" at 50 ms a character: longer than the pause
     await asyncio.sleep(0.15)
     assert context.picks == 0 and "u" in completions._flights
-    for _ in range(100):
-        if completions.stats.context_refreshes:
-            break
-        await asyncio.sleep(0.05)
+    await until(lambda: completions.stats.context_refreshes)
     assert precompute.task is not None and precompute.task.done()
     assert not precompute.token.cancelled  # the pick waited; it did not stop the precompute
     assert context.picks == 1 and completions.stats.context_refreshes == 1
     refresh = completions._flights["u"]
     assert refresh.task is not None
     await refresh.task
+    assert backend.extras[-1] == (("other.py", "def helper(): ..."),)
+
+
+async def test_a_keystroke_during_a_new_picks_evaluation_keeps_the_old_pick() -> None:
+    # Evaluating a new pick takes longer than a short pause (seconds on 2 cores). Stopped in
+    # its prompt, it must not leave the next keystroke paying for the rest: the old pick stays
+    # in use until a later pause finishes the evaluation.
+    completions, backend, _context = make_with_context(prompt_seconds=0.3)
+    extra = ContextSettings(idle_ms=100)
+    assert await completions.suggest("u", DOC, CURSOR, SETTINGS, "m", context_settings=extra)
+    await asyncio.sleep(0.2)  # the pause: the new pick's evaluation starts
+    evaluation = completions._flights["u"]
+    assert evaluation.keep_cache and evaluation.extra and completions.stats.context_refreshes == 1
+    runs = len(backend.jobs)
+    text, offset = typed(DOC, CURSOR, "x")  # not what was suggested: the model runs
+    completions.document_changed("u", text)  # typing resumes before it is done
+    assert evaluation.token.reason is CancelReason.DOCUMENT_CHANGED
+    await completions.suggest("u", text, offset, SETTINGS, "m", context_settings=extra)
+    assert len(backend.jobs) == runs + 1
+    assert backend.extras[-1] == () and completions.stats.context_switches == 0
+    # The next pause evaluates it again; once its prompt is done it is in use.
+    await until(lambda: completions.stats.context_switches)
+    assert completions.stats.context_refreshes == 2 and completions.stats.context_switches == 1
+    text, offset = typed(text, offset, " ")
+    completions.document_changed("u", text)
+    await completions.suggest("u", text, offset, SETTINGS, "m", context_settings=extra)
     assert backend.extras[-1] == (("other.py", "def helper(): ..."),)
