@@ -13,7 +13,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +65,23 @@ def _progress_bar(description: str) -> Any:
 # -- serve ---------------------------------------------------------------------------
 
 
+def serve_env(environ: Mapping[str, str], log_level: str | None) -> dict[str, str]:
+    """The environment the server reads its overrides from. ``--log-level`` counts as
+    LSP_INFER_LOG_LEVEL unless that is set: either wins over the client's logLevel setting
+    (otherwise the client's default, info, would undo the flag at initialize)."""
+    env = dict(environ)
+    if log_level is not None:
+        env.setdefault("LSP_INFER_LOG_LEVEL", log_level)
+    return env
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from lsp_infer.server import create_server
     from lsp_infer.transport import BoundedStdin
 
-    setup_logging(os.environ.get("LSP_INFER_LOG_LEVEL", args.log_level), args.log_file)
-    server = create_server()
+    env = serve_env(os.environ, args.log_level)
+    setup_logging(env.get("LSP_INFER_LOG_LEVEL", "info"), args.log_file)
+    server = create_server(env)
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
         if not host or not port.isdigit():
@@ -324,9 +335,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-file", metavar="PATH", help="also write the log to this file")
     serve.add_argument(
         "--log-level",
-        default="info",
         choices=["error", "warning", "info", "debug"],
-        help="log verbosity (default: info; env LSP_INFER_LOG_LEVEL wins)",
+        help="log verbosity; wins over the client's logLevel setting "
+        "(default: that setting, info; env LSP_INFER_LOG_LEVEL wins over both)",
     )
     serve.set_defaults(run=cmd_serve)
 

