@@ -158,6 +158,7 @@ async def run_server(
     options: dict[str, Any],
     tabs: bool = False,
     read_ms: int = 0,
+    server_log: str | None = None,
 ) -> Result:
     client = LanguageClient("typing-bench", "0")
 
@@ -165,7 +166,11 @@ async def run_server(
     def model_status(params: Any) -> None:  # the bench waits on answers, not on this
         pass
 
-    await client.start_io(sys.executable, "-m", "lsp_infer", "serve", "--log-level", "warning")
+    server = [sys.executable, "-m", "lsp_infer", "serve", "--log-level", "warning"]
+    if server_log:  # debug lines go to the file; stderr (a pipe nobody reads) gets none
+        server = ["/bin/sh", "-c", 'exec "$@" 2>/dev/null', "sh", *server[:-1], "debug",
+                  "--log-file", server_log]  # fmt: skip
+    await client.start_io(*server)
     await client.initialize_async(
         types.InitializeParams(
             capabilities=types.ClientCapabilities(),
@@ -461,6 +466,7 @@ def main() -> None:
         "--read-ms", type=int, default=0,
         help="after every fourth line the typist stops to read this long (0: never)",
     )  # fmt: skip
+    parser.add_argument("--server-log", help="the server's debug log goes to this file")
     args = parser.parse_args()
     loads = workloads(60 if args.quick else args.chars)[: 2 if args.quick else None]
     settings = CompletionSettings()
@@ -477,7 +483,7 @@ def main() -> None:
         started = time.perf_counter()
         if client in ("vscode", "neovim"):
             results[client] = asyncio.run(
-                run_server(client, loads, rng, options, args.tabs, args.read_ms)
+                run_server(client, loads, rng, options, args.tabs, args.read_ms, args.server_log)
             )
         elif client == "serial":
             results[client] = asyncio.run(

@@ -237,6 +237,12 @@ class Completions:
                 self._candidate.pop(uri, None)
                 return
             self.stats.context_refreshes += 1
+            tried = self._candidate.get(uri)
+            log.debug(
+                "extra context for %s: evaluating %s pick, %d characters from %s",
+                uri, "the stopped" if tried and tried[0] == fresh else "a new",
+                sum(len(text) for _path, text in fresh), [path for path, _text in fresh],
+            )  # fmt: skip
             reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
             origin = CursorContext.at(text, offset, reach)
             key = self._key(model_key, settings, context_settings.extra_tokens, fresh)
@@ -421,6 +427,11 @@ class Completions:
             done = flight.progress.prompt_done_at is not None or finished
             if candidate and candidate[1] is flight and done:
                 self._promote(flight.uri)
+            if flight.keep_cache:
+                log.debug(
+                    "extra context for %s: evaluation %s (%s)", flight.uri,
+                    "done, in use" if done else "not done", flight.token.reason or "finished",
+                )  # fmt: skip
 
     def _promote(self, uri: str) -> None:
         """The candidate pick's prompt is in the KV cache: requests use it from now on."""

@@ -46,6 +46,9 @@ _CONTEXT_MARGIN = 8
 PREFIX_ANCHOR_LINES = 8
 # A keep_cache job that would drop fewer cached tokens than this does not copy the cache first.
 _KEEP_AT_LEAST = 32
+# keep_cache jobs evaluate their prompt in batches this small: 3 % slower than 256 here (85 vs
+# 88 tokens/s on 2 cores), but a stop loses at most one batch, under a second of work.
+_BACKGROUND_BATCH = 64
 
 LoadState = Literal["not loaded", "loading", "ready", "failed"]
 
@@ -388,7 +391,13 @@ class LlamaCppBackend:
         max_tokens = min(job.max_tokens, llm.n_ctx() - len(tokens) - 1)
         self._active = cancel
         try:
-            self._eval(tokens[reused:], cancel)
+            if job.keep_cache:
+                # Small batches: a stop keeps all finished ones (parked), and an aborted
+                # batch of n_batch tokens would be seconds of work lost on a small CPU.
+                for start in range(reused, len(tokens), _BACKGROUND_BATCH):
+                    self._eval(tokens[start : start + _BACKGROUND_BATCH], cancel)
+            else:
+                self._eval(tokens[reused:], cancel)
             progress.prompt_tokens_evaluated = len(tokens) - reused
             progress.prompt_done_at = prompt_done = time.monotonic()
             text, generated, reason = self._decode(
@@ -401,6 +410,12 @@ class LlamaCppBackend:
                 if kept is not None:
                     self._parked = self._snapshot()
                     self._restore(kept)
+                    log.debug(
+                        "background evaluation stopped at %d of %d prompt tokens; "
+                        "cache put back in %.0f ms",
+                        len(self._parked.tokens), len(tokens),
+                        (time.monotonic() - progress.stopped_at) * 1000,
+                    )  # fmt: skip
             raise
         finally:
             self._active = None
@@ -430,6 +445,10 @@ class LlamaCppBackend:
         if resume:
             assert parked is not None
             self._restore(parked)
+            log.debug(
+                "background evaluation resumed: %d of its %d prompt tokens were done",
+                _common_prefix(parked.tokens, tokens), len(tokens),
+            )  # fmt: skip
         return kept
 
     def _snapshot(self) -> KvSnapshot:
