@@ -44,7 +44,8 @@ _CONTEXT_MARGIN = 8
 # KV cache valid) for that many typed lines instead of sliding on every one. Measured with
 # bench/keystrokes.py: see BENCHMARKS.md.
 PREFIX_ANCHOR_LINES = 8
-# A keep_cache job that would drop fewer cached tokens than this does not copy the cache first.
+# A keep_cache job that would drop fewer cached tokens than this does not copy the cache first
+# (nor does it switch to a parked cache that has fewer more of its tokens than this).
 _KEEP_AT_LEAST = 32
 # keep_cache jobs evaluate their prompt in batches this small: 3 % slower than 256 here (85 vs
 # 88 tokens/s on 2 cores), but a stop loses at most one batch, under a second of work.
@@ -438,7 +439,9 @@ class LlamaCppBackend:
         llm = self._llm
         reused = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
         parked, self._parked = self._parked, None
-        resume = parked is not None and _common_prefix(parked.tokens, tokens) > reused
+        resume = (
+            parked is not None and _common_prefix(parked.tokens, tokens) >= reused + _KEEP_AT_LEAST
+        )
         if not resume and llm.n_tokens - reused < _KEEP_AT_LEAST:
             return None  # little to lose: the job only extends what is there
         kept = self._snapshot()
