@@ -439,9 +439,8 @@ class LlamaCppBackend:
         llm = self._llm
         reused = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
         parked, self._parked = self._parked, None
-        resume = (
-            parked is not None and _common_prefix(parked.tokens, tokens) >= reused + _KEEP_AT_LEAST
-        )
+        done = _common_prefix(parked.tokens, tokens) if parked is not None else 0
+        resume = done >= reused + _KEEP_AT_LEAST
         if not resume and llm.n_tokens - reused < _KEEP_AT_LEAST:
             return None  # little to lose: the job only extends what is there
         kept = self._snapshot()
@@ -450,7 +449,7 @@ class LlamaCppBackend:
             self._restore(parked)
             log.debug(
                 "background evaluation resumed: %d of its %d prompt tokens were done",
-                _common_prefix(parked.tokens, tokens), len(tokens),
+                done, len(tokens),
             )  # fmt: skip
         return kept
 
@@ -463,7 +462,7 @@ class LlamaCppBackend:
         size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
         data = (ctypes.c_uint8 * size)()
         llama_cpp.llama_state_seq_get_data(llm.ctx, data, size, 0)
-        return KvSnapshot([int(t) for t in llm.input_ids[: llm.n_tokens]], data)
+        return KvSnapshot(llm.input_ids[: llm.n_tokens].tolist(), data)
 
     def _restore(self, snapshot: KvSnapshot) -> None:
         import llama_cpp
