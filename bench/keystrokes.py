@@ -166,10 +166,10 @@ async def run_server(
     def model_status(params: Any) -> None:  # the bench waits on answers, not on this
         pass
 
-    server = [sys.executable, "-m", "lsp_infer", "serve", "--log-level", "warning"]
+    level = "debug" if server_log else "warning"
+    server = [sys.executable, "-m", "lsp_infer", "serve", "--log-level", level]
     if server_log:  # debug lines go to the file; stderr (a pipe nobody reads) gets none
-        server = ["/bin/sh", "-c", 'exec "$@" 2>/dev/null', "sh", *server[:-1], "debug",
-                  "--log-file", server_log]  # fmt: skip
+        server = ["/bin/sh", "-c", 'exec "$@" 2>/dev/null', "sh", *server, "--log-file", server_log]
     await client.start_io(*server)
     await client.initialize_async(
         types.InitializeParams(

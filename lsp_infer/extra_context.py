@@ -11,10 +11,10 @@ line it is about.
 
 The pick is *pinned* per document while the user types (the extra context comes first in the
 prompt, so a stable pick keeps the model's KV cache valid across keystrokes); it is made or
-refreshed when the user pauses, and the new prompt is evaluated then (prefetch), so typing
-never starts that work; a pause shorter than the evaluation leaves the rest to the next
-suggestion (completions.py; BENCHMARKS.md). Pure: no model, no LSP; the caller supplies the
-exclusion check.
+refreshed when the user pauses, and the new prompt is evaluated then (prefetch); the new pick
+is used only once that evaluation is done, so typing never starts or waits for that work
+(completions.py; BENCHMARKS.md). Pure: no model, no LSP; the caller supplies the exclusion
+check.
 """
 
 from __future__ import annotations
