@@ -145,9 +145,9 @@ spawned_wall = float(sys.argv[1])
 t0 = time.perf_counter()
 from llama_cpp import Llama
 from lsp_infer.models import ensure_default_model
-from lsp_infer.backends.llama_cpp import PREFIX_ANCHOR_LINES, default_threads
-from lsp_infer.context import fit_window
-from lsp_infer.prompts import TEMPLATES
+from lsp_infer.local.llama_cpp import PREFIX_ANCHOR_LINES, default_threads
+from lsp_infer.core.window import fit_window
+from lsp_infer.core.prompts import TEMPLATES
 cases, suggestions = json.loads(sys.stdin.read())
 llm = Llama(model_path=str(ensure_default_model()), n_ctx=4096, n_batch=256, n_ubatch=256,
             n_threads=default_threads(), n_threads_batch=default_threads(), verbose=False)

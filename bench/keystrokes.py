@@ -47,13 +47,14 @@ import httpx
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from lsp_infer.backends.llama_cpp import LlamaCppBackend, default_threads
 from lsp_infer.config import CompletionSettings, ModelSettings
-from lsp_infer.context import fit_window
-from lsp_infer.engine import CompletionEngine
+from lsp_infer.core.cancel import CancelToken
+from lsp_infer.core.engine import CompletionEngine
+from lsp_infer.core.prompts import TEMPLATES
+from lsp_infer.core.window import fit_window
+from lsp_infer.local.lane import ModelLane
+from lsp_infer.local.llama_cpp import LlamaCppBackend, default_threads
 from lsp_infer.models import ensure_default_model
-from lsp_infer.prompts import TEMPLATES
-from lsp_infer.scheduling import CancelToken, ModelLane
 from lsp_infer.stats import percentile
 
 STDLIB = Path(json.__file__).parent.parent

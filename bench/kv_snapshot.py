@@ -20,9 +20,9 @@ import textwrap
 import time
 from pathlib import Path
 
-from lsp_infer.backends.llama_cpp import KvSnapshot, LlamaCppBackend
 from lsp_infer.config import ModelSettings
-from lsp_infer.scheduling import ModelLane
+from lsp_infer.local.lane import ModelLane
+from lsp_infer.local.llama_cpp import KvSnapshot, LlamaCppBackend
 
 
 def main() -> None:

@@ -40,11 +40,13 @@ from pathlib import Path
 # llama.cpp loads, so the raw figures and the server's are comparable.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from lsp_infer.backends.llama_cpp import LlamaCppBackend
-from lsp_infer.config import CompletionSettings, ContextSettings, ModelSettings
-from lsp_infer.engine import CompletionEngine
-from lsp_infer.extra_context import CHARS_PER_TOKEN, OpenDocument, select
-from lsp_infer.scheduling import CancelToken, ModelLane
+from lsp_infer.config import CompletionSettings, ExtraContextSettings, ModelSettings
+from lsp_infer.core.cancel import CancelToken
+from lsp_infer.core.engine import CompletionEngine
+from lsp_infer.local.extra_context import OpenDocument, select
+from lsp_infer.local.lane import ModelLane
+from lsp_infer.local.llama_cpp import LlamaCppBackend
+from lsp_infer.text import TYPICAL_CHARS_PER_TOKEN
 
 STDLIB = Path(json.__file__).parent.parent
 MODULES = [
@@ -196,8 +198,9 @@ def run_config(
                 extra: tuple[tuple[str, str], ...] = ()
                 if extra_tokens:
                     documents = [OpenDocument(f"file:///{p}", p, t) for p, t in hole.siblings]
+                    budget = extra_tokens * TYPICAL_CHARS_PER_TOKEN
                     chunks = select(f"file:///{hole.module}", hole.text, hole.offset, [], documents,
-                                    extra_tokens * CHARS_PER_TOKEN, lambda _uri: False)  # fmt: skip
+                                    budget, lambda _uri: False)  # fmt: skip
                     extra = tuple((c.path, c.text) for c in chunks)
                 started = time.perf_counter()
                 # A fresh context per hole: no KV reuse between holes, same for every config.
@@ -230,7 +233,7 @@ def main() -> None:
     parser.add_argument("--suite", choices=["local", "cross", "both"], default="local")
     parser.add_argument("--configs", default="psm,spmv", help="ORDER[:SUFFIX_TOKENS][+ctx],...")
     parser.add_argument("--context-tokens", type=int, default=512)
-    parser.add_argument("--extra-tokens", type=int, default=ContextSettings().extra_tokens)
+    parser.add_argument("--extra-tokens", type=int, default=ExtraContextSettings().extra_tokens)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     suites: dict[str, list[Hole]] = {}

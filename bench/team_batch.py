@@ -29,10 +29,10 @@ from pathlib import Path
 
 import httpx
 
-from lsp_infer.backends.openai_http import TeamClient
 from lsp_infer.config import TeamSettings
 from lsp_infer.models import ensure_default_model
-from lsp_infer.refactor import Refactorer, RefactorJob
+from lsp_infer.team.client import TeamClient
+from lsp_infer.team.refactor import Refactorer, RefactorJob
 
 BUILD = Path(__file__).parent / ".build"
 STDLIB = Path(json.__file__).parent.parent

@@ -7,12 +7,10 @@ stdout belongs to the LSP transport in ``serve`` and to the result in
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import platform
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -76,8 +74,8 @@ def serve_env(environ: Mapping[str, str], log_level: str | None) -> dict[str, st
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from lsp_infer.server import create_server
-    from lsp_infer.transport import BoundedStdin
+    from lsp_infer.lsp.server import create_server
+    from lsp_infer.lsp.transport import BoundedStdin
 
     env = serve_env(os.environ, args.log_level)
     setup_logging(env.get("LSP_INFER_LOG_LEVEL", "info"), args.log_file)
@@ -122,17 +120,19 @@ def parse_location(location: str) -> tuple[Path, int, int]:
 
 
 def offset_for(text: str, line: int, col: int) -> int:
-    """Offset of a 1-based LINE:COL; COL may be one past the line's end."""
-    lines = text.split("\n")
-    if line > len(lines):
-        raise UsageError(f"line {line} is past the end of the file ({len(lines)} lines)")
-    content = lines[line - 1].rstrip("\r")
-    if col > len(content) + 1:
+    """Offset of a 1-based LINE:COL (COL in characters; it may be one past the line's end)."""
+    from lsp_infer.positions import line_end, line_starts, offset_at
+
+    starts = line_starts(text)
+    if line > len(starts):
+        raise UsageError(f"line {line} is past the end of the file ({len(starts)} lines)")
+    length = line_end(text, starts, line - 1) - starts[line - 1]
+    if col > length + 1:
         raise UsageError(
-            f"column {col} is past the end of line {line} ({len(content)} characters; "
-            f"the last valid column is {len(content) + 1})"
+            f"column {col} is past the end of line {line} ({length} characters; "
+            f"the last valid column is {length + 1})"
         )
-    return sum(len(lines[i]) + 1 for i in range(line - 1)) + col - 1
+    return offset_at(text, line - 1, col - 1, "utf-32", starts=starts)
 
 
 def _read_text(path: Path) -> str:
@@ -147,10 +147,9 @@ def _read_text(path: Path) -> str:
 
 
 def cmd_complete(args: argparse.Namespace) -> int:
-    from lsp_infer.backends.llama_cpp import LlamaCppBackend
     from lsp_infer.config import load_settings, merge
-    from lsp_infer.engine import CompletionEngine
-    from lsp_infer.scheduling import CancelToken, ModelLane
+    from lsp_infer.core.backend import BackendUnavailable
+    from lsp_infer.local.once import complete_once
 
     setup_logging(args.log_level)
     try:
@@ -160,6 +159,38 @@ def cmd_complete(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"lsp-infer complete: {exc}", file=sys.stderr)
         return 2
+    settings, problems = load_settings(merge({}, _complete_overrides(args)), _complete_env(args))
+    for problem in problems:
+        print(f"lsp-infer complete: {problem}", file=sys.stderr)
+    try:
+        result = complete_once(
+            settings.model, settings.completion, text, offset, _progress_bar("assembling model")
+        )
+    except BackendUnavailable as exc:
+        print(f"lsp-infer complete: {exc}", file=sys.stderr)
+        return 1
+    if not args.json:
+        sys.stdout.write(result.suggestion.text + "\n")
+        return 0
+    import json
+
+    gen = result.suggestion.generation
+    print(
+        json.dumps(
+            {
+                "suggestion": result.suggestion.text,
+                "load_seconds": round(result.load_seconds, 3),
+                "complete_seconds": round(result.complete_seconds, 3),
+                "prompt_tokens": gen.prompt_tokens if gen else 0,
+                "generated_tokens": gen.generated_tokens if gen else 0,
+                "stop_reason": gen.stop_reason if gen else None,
+            }
+        )
+    )
+    return 0
+
+
+def _complete_overrides(args: argparse.Namespace) -> dict[str, Any]:
     overrides: dict[str, Any] = {"completion": {}, "model": {}}
     if args.max_tokens is not None:
         overrides["completion"]["maxTokens"] = args.max_tokens
@@ -167,44 +198,15 @@ def cmd_complete(args: argparse.Namespace) -> int:
         overrides["completion"]["maxLines"] = args.max_lines
     if args.model is not None:
         overrides["model"]["path"] = args.model
+    return overrides
+
+
+def _complete_env(args: argparse.Namespace) -> dict[str, str]:
+    """The environment's overrides, less the model path when --model names one."""
     env = dict(os.environ)
     if args.model is not None:
         env.pop("LSP_INFER_MODEL", None)
-    settings, problems = load_settings(merge({}, overrides), env)
-    for problem in problems:
-        print(f"lsp-infer complete: {problem}", file=sys.stderr)
-    lane = ModelLane()
-    backend = LlamaCppBackend(lane)
-    started = time.monotonic()
-    lane.run_blocking(backend.load_blocking, settings.model, _progress_bar("assembling model"))
-    if backend.state != "ready":
-        print(f"lsp-infer complete: {backend.error}", file=sys.stderr)
-        return 1
-    loaded = time.monotonic()
-    engine = CompletionEngine(backend)
-    suggestion = asyncio.run(engine.complete(text, offset, settings.completion, CancelToken()))
-    done = time.monotonic()
-    lane.run_blocking(backend._close)
-    lane.shutdown()
-    if args.json:
-        import json
-
-        gen = suggestion.generation
-        print(
-            json.dumps(
-                {
-                    "suggestion": suggestion.text,
-                    "load_seconds": round(loaded - started, 3),
-                    "complete_seconds": round(done - loaded, 3),
-                    "prompt_tokens": gen.prompt_tokens if gen else 0,
-                    "generated_tokens": gen.generated_tokens if gen else 0,
-                    "stop_reason": gen.stop_reason if gen else None,
-                }
-            )
-        )
-    else:
-        sys.stdout.write(suggestion.text + "\n")
-    return 0
+    return env
 
 
 # -- model ---------------------------------------------------------------------------

@@ -66,8 +66,9 @@ class CompletionSettings:
 
 
 @dataclass(kw_only=True)
-class ContextSettings:
-    """Code from other files in the prompt (see extra_context.py)."""
+class ExtraContextSettings:
+    """Code from other files in the prompt (local/extra_context.py); the ``context`` section
+    on the wire."""
 
     enabled: bool = True
     # Token budget for other files' code, on top of completion.contextTokens.
@@ -111,7 +112,7 @@ class TeamSettings:
 class Settings:
     model: ModelSettings = field(default_factory=ModelSettings)
     completion: CompletionSettings = field(default_factory=CompletionSettings)
-    context: ContextSettings = field(default_factory=ContextSettings)
+    context: ExtraContextSettings = field(default_factory=ExtraContextSettings)
     team: TeamSettings = field(default_factory=TeamSettings)
     # Extra exclusion patterns (gitignore syntax) on top of the secret-file defaults and
     # .lspinferignore: matching files never enter a prompt or reach the team server.
@@ -237,7 +238,7 @@ def _resolved_field_types() -> dict[tuple[type, str], Any]:
     import typing
 
     table: dict[tuple[type, str], Any] = {}
-    for cls in (ModelSettings, CompletionSettings, ContextSettings, TeamSettings, Settings):
+    for cls in (ModelSettings, CompletionSettings, ExtraContextSettings, TeamSettings, Settings):
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             table[(cls, f.name)] = hints[f.name]

@@ -6,12 +6,12 @@ import asyncio
 import os
 import platform
 import sys
-import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
 
 from lsp_infer import __version__, models
-from lsp_infer.config import ENV_OVERRIDES, load_settings
+from lsp_infer.config import ENV_OVERRIDES, Settings, TeamSettings, load_settings
 
 Say = Callable[[str], None]
 
@@ -23,114 +23,134 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+@dataclass
+class Checks:
+    """Prints each check's outcome and counts the failures."""
+
+    say: Say
+    problems: int = 0
+
+    def ok(self, message: str) -> None:
+        self.say(f"  ok    {message}")
+
+    def note(self, message: str) -> None:
+        self.say(f"  note  {message}")
+
+    def bad(self, message: str, fix: str) -> None:
+        self.problems += 1
+        self.say(f"  FAIL  {message}\n        fix: {fix}")
+
+    def section(self, title: str) -> None:
+        self.say(f"\n{title}")
+
+
 def run_doctor(say: Say) -> int:
-    problems = 0
-
-    def ok(message: str) -> None:
-        say(f"  ok    {message}")
-
-    def bad(message: str, fix: str) -> None:
-        nonlocal problems
-        problems += 1
-        say(f"  FAIL  {message}\n        fix: {fix}")
-
+    checks = Checks(say)
     say(f"lsp-infer {__version__}")
     say(f"  Python {platform.python_version()} at {sys.executable}")
     say(
         f"  pygls {_version('pygls')}, lsprotocol {_version('lsprotocol')}, "
         f"llama-cpp-python {_version('llama-cpp-python')}"
     )
+    settings = _check_environment(checks)
+    if _check_model(checks, settings):
+        _check_team(checks, settings.team)
+    return _summary(checks)
 
-    say("\nThreads")
-    from lsp_infer.backends.llama_cpp import default_threads
 
+def _check_environment(checks: Checks) -> Settings:
+    from lsp_infer.local.llama_cpp import default_threads
+
+    checks.section("Threads")
     settings, setting_problems = load_settings(None, os.environ)
     threads = settings.model.n_threads or default_threads()
-    ok(f"{threads} model threads ({os.cpu_count()} cores on this machine)")
+    checks.ok(f"{threads} model threads ({os.cpu_count()} cores on this machine)")
 
-    say("\nSettings from the environment")
+    checks.section("Settings from the environment")
     env_set = [var for var in ENV_OVERRIDES if os.environ.get(var)]
     if not env_set:
-        ok("no LSP_INFER_* overrides set")
+        checks.ok("no LSP_INFER_* overrides set")
     for var in env_set:
         shown = os.environ[var] if "KEY" not in var else "(set, hidden)"
-        ok(f"{var}={shown}")
+        checks.ok(f"{var}={shown}")
     for problem in setting_problems:
-        bad(problem, "correct or unset the environment variable")
+        checks.bad(problem, "correct or unset the environment variable")
+    return settings
 
-    say("\nModel")
+
+def _check_model(checks: Checks, settings: Settings) -> bool:
+    """Loads the model and runs one completion; False when the checks cannot go on."""
+    from lsp_infer.core.backend import BackendUnavailable
+    from lsp_infer.local.once import complete_once
+
+    checks.section("Model")
     if settings.model.path is None:
-        if models.parts_installed():
-            ok(f"embedded default model installed ({models.DEFAULT_MODEL.description})")
-        else:
-            bad("the embedded default model is not installed", models.INSTALL_HINT)
-            return _summary(say, problems)
+        if not models.parts_installed():
+            checks.bad("the embedded default model is not installed", models.INSTALL_HINT)
+            return False
+        checks.ok(f"embedded default model installed ({models.DEFAULT_MODEL.description})")
     else:
-        say(f"  note  custom model configured: {settings.model.path}")
-
-    from lsp_infer.backends.llama_cpp import LlamaCppBackend
-    from lsp_infer.engine import CompletionEngine
-    from lsp_infer.scheduling import CancelToken, ModelLane
-
-    lane = ModelLane()
-    backend = LlamaCppBackend(lane)
-    lane.run_blocking(backend.load_blocking, settings.model, None)
-    if backend.state != "ready" or backend.loaded is None:
-        bad(
-            f"the model does not load: {backend.error}",
+        checks.note(f"custom model configured: {settings.model.path}")
+    text = "def add(a, b):\n    return "
+    try:
+        result = complete_once(settings.model, settings.completion, text, len(text))
+    except BackendUnavailable as exc:
+        checks.bad(
+            f"the model does not load: {exc}",
             "see the message above; `lsp-infer model verify` checks the file",
         )
-        return _summary(say, problems)
-    loaded = backend.loaded
-    ok(f"{loaded.resolved.path} (checked: {loaded.resolved.verified_by})")
-    ok(f"loaded {loaded.name} in {loaded.load_seconds:.2f}s; FIM template {loaded.template.name}")
-    text = "def add(a, b):\n    return "
-    started = time.monotonic()
-    suggestion = asyncio.run(
-        CompletionEngine(backend).complete(text, len(text), settings.completion, CancelToken())
+        return False
+    loaded = result.model
+    checks.ok(f"{loaded.resolved.path} (checked: {loaded.resolved.verified_by})")
+    checks.ok(
+        f"loaded {loaded.name} in {loaded.load_seconds:.2f}s; FIM template {loaded.template.name}"
     )
-    elapsed = time.monotonic() - started
-    if "a" in suggestion.text and "b" in suggestion.text:
-        ok(f"test completion in {elapsed:.2f}s: 'return {suggestion.text.strip()}'")
+    suggestion = result.suggestion.text
+    if "a" in suggestion and "b" in suggestion:
+        checks.ok(
+            f"test completion in {result.complete_seconds:.2f}s: 'return {suggestion.strip()}'"
+        )
     else:
-        bad(f"test completion looks wrong: {suggestion.text!r}", "try the embedded default model")
-    lane.run_blocking(backend._close)
-    lane.shutdown()
+        checks.bad(f"test completion looks wrong: {suggestion!r}", "try the embedded default model")
+    return True
 
-    say("\nTeam server")
-    team = settings.team
+
+def _check_team(checks: Checks, team: TeamSettings) -> None:
+    checks.section("Team server")
     if not team.url:
-        say("  note  not configured (set LSP_INFER_TEAM_URL or team.url for whole-file refactors)")
-    else:
-        from lsp_infer.backends.openai_http import TeamClient
+        checks.note("not configured (set LSP_INFER_TEAM_URL or team.url for whole-file refactors)")
+        return
+    from lsp_infer.team.client import TeamClient
 
-        async def check() -> None:
-            client = TeamClient(team)
-            try:
-                health = await client.health()
-            finally:
-                await client.aclose()
-            if not health.ok:
-                bad(
-                    f"{team.url}: {health.detail}",
-                    "start the team server or fix team.url / team.apiKey",
-                )
-                return
-            load = ""
-            if health.running is not None:
-                load = f"; {health.running:.0f} running, {health.waiting or 0:.0f} waiting"
-            ok(f"{team.url}: serving {', '.join(health.models)}{load}")
-            if team.model and team.model not in health.models:
-                bad(
-                    f"team.model {team.model!r} is not served there",
-                    f"use one of {', '.join(health.models)}",
-                )
+    async def health() -> None:
+        client = TeamClient(team)
+        try:
+            health = await client.health()
+        finally:
+            await client.aclose()
+        if not health.ok:
+            checks.bad(
+                f"{team.url}: {health.detail}",
+                "start the team server or fix team.url / team.apiKey",
+            )
+            return
+        load = ""
+        if health.running is not None:
+            load = f"; {health.running:.0f} running, {health.waiting or 0:.0f} waiting"
+        checks.ok(f"{team.url}: serving {', '.join(health.models)}{load}")
+        if team.model and team.model not in health.models:
+            checks.bad(
+                f"team.model {team.model!r} is not served there",
+                f"use one of {', '.join(health.models)}",
+            )
 
-        asyncio.run(check())
-    return _summary(say, problems)
+    asyncio.run(health())
 
 
-def _summary(say: Say, problems: int) -> int:
-    say("")
-    say("All checks passed." if problems == 0 else f"{problems} problem(s) found.")
-    return 0 if problems == 0 else 1
+def _summary(checks: Checks) -> int:
+    checks.say("")
+    if checks.problems:
+        checks.say(f"{checks.problems} problem(s) found.")
+        return 1
+    checks.say("All checks passed.")
+    return 0

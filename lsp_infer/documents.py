@@ -103,3 +103,7 @@ class DocumentStore:
 
     def uris(self) -> list[str]:
         return list(self._docs)
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every open document, in the order they were opened."""
+        return list(self._docs.values())

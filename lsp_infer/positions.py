@@ -66,7 +66,7 @@ def column_to_index(line: str, column: int, encoding: Encoding) -> int:
     return len(line)
 
 
-def _line_end(text: str, starts: list[int], line: int) -> int:
+def line_end(text: str, starts: list[int], line: int) -> int:
     """Offset of the end of ``line``'s content, before its line break."""
     if line + 1 < len(starts):
         end = starts[line + 1]
@@ -103,7 +103,7 @@ def offset_at(
             return len(text)
         raise PositionError(f"line {line} is past the end of the document ({len(starts)} lines)")
     start = starts[line]
-    content = text[start : _line_end(text, starts, line)]
+    content = text[start : line_end(text, starts, line)]
     return start + column_to_index(content, character, encoding)
 
 

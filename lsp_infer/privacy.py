@@ -90,11 +90,18 @@ class Policy:
                 continue
         return cls(tuple(roots), tuple(extra_patterns))
 
-    def _root_of(self, path: Path) -> Path | None:
+    def root_of(self, path: Path) -> Path | None:
+        """The workspace folder that holds ``path`` (a resolved path), or None."""
         for root in self.roots:
             if path == root or root in path.parents:
                 return root
         return None
+
+    def display_path(self, path: Path) -> str:
+        """``path`` as the model and the user should see it: relative to its workspace
+        folder, or just its name outside them all."""
+        root = self.root_of(path)
+        return path.relative_to(root).as_posix() if root is not None else path.name
 
     def _spec(self, root: Path | None) -> pathspec.GitIgnoreSpec:
         """The patterns for files under ``root`` (None: files outside every workspace folder,
@@ -118,7 +125,7 @@ class Policy:
     def _match(self, path: Path) -> tuple[Path | None, str, bool]:
         """``path``'s workspace folder (None: outside them all), its path relative to it (or
         to /), and whether the exclusion rules for that folder match it."""
-        root = self._root_of(path)
+        root = self.root_of(path)
         relative = path.relative_to(root).as_posix() if root else path.as_posix().lstrip("/")
         return root, relative, bool(self._spec(root).match_file(relative))
 

@@ -13,10 +13,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from lsp_infer.backends import CompletionJob, JobProgress
-from lsp_infer.backends.llama_cpp import KvSnapshot, LlamaCppBackend
 from lsp_infer.config import ModelSettings
-from lsp_infer.scheduling import Cancelled, CancelReason, CancelToken, ModelLane
+from lsp_infer.core.backend import CompletionJob, JobProgress
+from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
+from lsp_infer.local.lane import ModelLane
+from lsp_infer.local.llama_cpp import KvSnapshot, LlamaCppBackend
 
 DOCUMENT = (
     '"""Reading and writing the tool\'s configuration file."""\n\nimport json\nimport os\n\n'
@@ -66,7 +67,7 @@ def run(backend: LlamaCppBackend, work: CompletionJob, cancel_at_tokens: int = 0
             token.cancel(CancelReason.DOCUMENT_CHANGED)
 
         threading.Thread(target=keystroke, daemon=True).start()
-    return backend.lane.run_blocking(backend.complete_blocking, work, token).text
+    return backend.lane.run_blocking(backend.generate_blocking, work, token).text
 
 
 def test_a_stopped_background_evaluation_leaves_the_cache_as_it_was(backend: LlamaCppBackend):

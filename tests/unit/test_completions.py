@@ -13,11 +13,12 @@ from collections.abc import Callable
 
 import pytest
 
-from lsp_infer.backends import CompletionJob, Generation
-from lsp_infer.completions import Completions
-from lsp_infer.config import CompletionSettings, ContextSettings
-from lsp_infer.engine import CompletionEngine
-from lsp_infer.scheduling import CancelReason, CancelToken, ModelLane
+from lsp_infer.config import CompletionSettings, ExtraContextSettings
+from lsp_infer.core.backend import CompletionJob, Generation
+from lsp_infer.core.cancel import CancelReason, CancelToken
+from lsp_infer.core.engine import CompletionEngine
+from lsp_infer.local.completions import Completions, Tuning
+from lsp_infer.local.lane import ModelLane
 
 SETTINGS = CompletionSettings(precompute=False, debounce_ms=0)
 
@@ -39,7 +40,7 @@ class ScriptedBackend:
         self.jobs: list[str] = []  # text before the cursor, per generation run
         self.extras: list[tuple[tuple[str, str], ...]] = []  # other files' code, per run
 
-    async def complete(self, job: CompletionJob, cancel: CancelToken) -> Generation:
+    async def generate(self, job: CompletionJob, cancel: CancelToken) -> Generation:
         return await self.lane.run(self._run, job, cancel)
 
     def _run(self, job: CompletionJob, cancel: CancelToken) -> Generation:
@@ -91,24 +92,24 @@ def typed(text: str, offset: int, chars: str) -> tuple[str, int]:
 
 async def test_generation_then_cache_hit() -> None:
     completions, backend = make()
-    assert await completions.suggest("u", DOC, CURSOR, SETTINGS, "m") == "a + b"
-    assert await completions.suggest("u", DOC, CURSOR, SETTINGS, "m") == "a + b"
+    assert await completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m")) == "a + b"
+    assert await completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m")) == "a + b"
     assert len(backend.jobs) == 1
     assert completions.stats.cache_hits == 1 and completions.stats.answered == 2
 
 
 async def test_type_ahead_answers_the_rest_without_the_model() -> None:
     completions, backend = make()
-    await completions.suggest("u", DOC, CURSOR, SETTINGS, "m")
+    await completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m"))
     text, offset = typed(DOC, CURSOR, "a +")
     completions.document_changed("u", text)
-    assert await completions.suggest("u", text, offset, SETTINGS, "m") == " b"
+    assert await completions.suggest("u", text, offset, Tuning(SETTINGS, "m")) == " b"
     assert len(backend.jobs) == 1 and completions.stats.type_ahead_hits == 1
 
 
 async def test_an_incompatible_edit_supersedes_the_running_generation() -> None:
     completions, _backend = make(char_seconds=0.05)
-    first = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, SETTINGS, "m"))
+    first = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m")))
     await asyncio.sleep(0.08)
     text, _offset = typed(DOC, CURSOR, "x")  # not what the model is writing
     completions.document_changed("u", text)
@@ -120,14 +121,14 @@ async def test_an_incompatible_edit_supersedes_the_running_generation() -> None:
 
 async def test_a_keystroke_that_matches_the_output_so_far_reuses_the_generation() -> None:
     completions, backend = make(char_seconds=0.03)
-    first = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, SETTINGS, "m"))
+    first = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m")))
     while "u" not in completions._flights or not completions._flights["u"].progress.text.startswith(
         "a "
     ):
         await asyncio.sleep(0.005)
     text, offset = typed(DOC, CURSOR, "a")
     completions.document_changed("u", text)  # kept: the model already wrote "a "
-    second = await completions.suggest("u", text, offset, SETTINGS, "m")
+    second = await completions.suggest("u", text, offset, Tuning(SETTINGS, "m"))
     assert second == " + b"
     assert await first == "a + b"  # the first request still gets one answer
     assert len(backend.jobs) == 1 and completions.stats.in_flight_hits == 1
@@ -138,16 +139,17 @@ async def test_a_newer_request_supersedes_an_older_one_for_the_same_document() -
         script=lambda before: "value" if before.endswith("= ") else "", char_seconds=0.05
     )
     doc = "x = \ny = \n"
-    first = asyncio.ensure_future(completions.suggest("u", doc, 4, SETTINGS, "m"))
+    first = asyncio.ensure_future(completions.suggest("u", doc, 4, Tuning(SETTINGS, "m")))
     await asyncio.sleep(0.06)
-    second = await completions.suggest("u", doc, 9, SETTINGS, "m")  # another place, same file
+    # Another place, same file:
+    second = await completions.suggest("u", doc, 9, Tuning(SETTINGS, "m"))
     assert await first == "" and second == "value"
     assert completions.stats.superseded == 1
 
 
 async def test_client_cancel_stops_the_model_when_nobody_else_waits() -> None:
     completions, _backend = make(char_seconds=0.05)
-    request = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, SETTINGS, "m"))
+    request = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m")))
     await asyncio.sleep(0.08)
     flight = completions._flights["u"]
     request.cancel()
@@ -160,10 +162,10 @@ async def test_client_cancel_stops_the_model_when_nobody_else_waits() -> None:
 async def test_precompute_prepares_the_suggestion_after_acceptance() -> None:
     completions, backend = make()
     settings = CompletionSettings(precompute=True, debounce_ms=0)
-    assert await completions.suggest("u", DOC, CURSOR, settings, "m") == "a + b"
+    assert await completions.suggest("u", DOC, CURSOR, Tuning(settings, "m")) == "a + b"
     accepted, offset = typed(DOC, CURSOR, "a + b")
     completions.document_changed("u", accepted)  # the editor inserts the accepted text
-    assert await completions.suggest("u", accepted, offset, settings, "m") == "  # sum"
+    assert await completions.suggest("u", accepted, offset, Tuning(settings, "m")) == "  # sum"
     assert backend.jobs[-1].endswith("return a + b")
     assert len(backend.jobs) == 2  # the precompute was the only other run
     assert completions.stats.precompute_hits + completions.stats.cache_hits == 1
@@ -172,7 +174,7 @@ async def test_precompute_prepares_the_suggestion_after_acceptance() -> None:
 async def test_typing_something_else_cancels_the_precompute() -> None:
     completions, _backend = make(char_seconds=0.05)
     settings = CompletionSettings(precompute=True, debounce_ms=0)
-    await completions.suggest("u", DOC, CURSOR, settings, "m")
+    await completions.suggest("u", DOC, CURSOR, Tuning(settings, "m"))
     precompute = completions._flights["u"]
     text, _ = typed(DOC, CURSOR, "b")
     completions.document_changed("u", text)
@@ -181,7 +183,7 @@ async def test_typing_something_else_cancels_the_precompute() -> None:
 
 async def test_closing_the_document_cancels_its_work() -> None:
     completions, _backend = make(char_seconds=0.05)
-    request = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, SETTINGS, "m"))
+    request = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m")))
     await asyncio.sleep(0.06)
     completions.document_closed("u")
     assert await request == ""
@@ -201,16 +203,16 @@ async def test_closing_the_document_cancels_its_work() -> None:
 async def test_debounce_drops_a_request_overtaken_by_the_next_keystroke() -> None:
     completions, backend = make()
     settings = CompletionSettings(precompute=False, debounce_ms=100)
-    first = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, settings, "m"))
+    first = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, Tuning(settings, "m")))
     await asyncio.sleep(0.02)
     text, offset = typed(DOC, CURSOR, "a")
     completions.document_changed("u", text)  # the next keystroke, within the debounce
-    second = await completions.suggest("u", text, offset, settings, "m")
+    second = await completions.suggest("u", text, offset, Tuning(settings, "m"))
     assert await first == "" and second == " + b"
     assert len(backend.jobs) == 1  # the overtaken request never reached the model
     # An explicitly invoked request does not wait.
     started = asyncio.get_running_loop().time()
-    await completions.suggest("v", DOC, CURSOR, settings, "m", explicit=True)
+    await completions.suggest("v", DOC, CURSOR, Tuning(settings, "m"), explicit=True)
     assert asyncio.get_running_loop().time() - started < 5
 
 
@@ -247,9 +249,9 @@ async def until(condition: Callable[[], object], seconds: float = 5.0) -> None:
 
 async def test_extra_context_is_picked_at_a_pause_never_while_typing() -> None:
     completions, backend, context = make_with_context()
-    extra = ContextSettings(idle_ms=100)
+    extra = ExtraContextSettings(idle_ms=100)
     # Typing: the first request does not pick (or wait for) other files' code ...
-    assert await completions.suggest("u", DOC, CURSOR, SETTINGS, "m", context_settings=extra)
+    assert await completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m", extra))
     assert context.picks == 0 and backend.extras == [()]
     # ... and a keystroke before the pause is over puts the pick off.
     text, offset = typed(DOC, CURSOR, "a")
@@ -258,7 +260,7 @@ async def test_extra_context_is_picked_at_a_pause_never_while_typing() -> None:
     await asyncio.sleep(0.15)
     assert context.picks == 0
     # A pause: picked, and a background generation evaluates it.
-    assert await completions.suggest("u", text, offset, SETTINGS, "m", context_settings=extra)
+    assert await completions.suggest("u", text, offset, Tuning(SETTINGS, "m", extra))
     await asyncio.sleep(0.3)
     assert context.picks == 1 and completions.stats.context_refreshes == 1
     assert backend.extras[-1] == (("other.py", "def helper(): ..."),)
@@ -267,13 +269,12 @@ async def test_extra_context_is_picked_at_a_pause_never_while_typing() -> None:
     runs = len(backend.jobs)
     text, offset = typed(text, offset, "x")
     completions.document_changed("u", text)
-    await completions.suggest("u", text, offset, SETTINGS, "m", context_settings=extra)
+    await completions.suggest("u", text, offset, Tuning(SETTINGS, "m", extra))
     assert len(backend.jobs) == runs + 1 and backend.extras[-1] == backend.extras[-2]
     await asyncio.sleep(0.3)
     assert completions.stats.context_refreshes == 1 and len(backend.jobs) == runs + 1
     # A request the user makes picks at once.
-    await completions.suggest("v", DOC, CURSOR, SETTINGS, "m", context_settings=extra,
-                              explicit=True)  # fmt: skip
+    await completions.suggest("v", DOC, CURSOR, Tuning(SETTINGS, "m", extra), explicit=True)
     assert backend.extras[-1] == (("other.py", "def helper(): ..."),)
 
 
@@ -281,9 +282,9 @@ async def test_the_pick_waits_for_background_work_still_running_at_the_pause() -
     # The precompute of the shown suggestion outlasts the pause (usual on 2 cores): the pick
     # is made once it ends, not given up until the next request.
     completions, backend, context = make_with_context(char_seconds=0.05)
-    extra = ContextSettings(idle_ms=100)
+    extra = ExtraContextSettings(idle_ms=100)
     settings = CompletionSettings(precompute=True, debounce_ms=0)
-    assert await completions.suggest("u", DOC, CURSOR, settings, "m", context_settings=extra)
+    assert await completions.suggest("u", DOC, CURSOR, Tuning(settings, "m", extra))
     precompute = completions._flights["u"]
     assert precompute.precompute  # " # sum" at 50 ms a character: longer than the pause
     await asyncio.sleep(0.15)
@@ -303,16 +304,17 @@ async def test_a_keystroke_during_a_new_picks_evaluation_keeps_the_old_pick() ->
     # its prompt, it must not leave the next keystroke paying for the rest: the old pick stays
     # in use until a later pause finishes the evaluation.
     completions, backend, _context = make_with_context(prompt_seconds=0.3)
-    extra = ContextSettings(idle_ms=100)
-    assert await completions.suggest("u", DOC, CURSOR, SETTINGS, "m", context_settings=extra)
+    extra = ExtraContextSettings(idle_ms=100)
+    assert await completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m", extra))
     await asyncio.sleep(0.2)  # the pause: the new pick's evaluation starts
     evaluation = completions._flights["u"]
-    assert evaluation.keep_cache and evaluation.extra and completions.stats.context_refreshes == 1
+    assert evaluation.keep_cache and evaluation.shape.extra
+    assert completions.stats.context_refreshes == 1
     runs = len(backend.jobs)
     text, offset = typed(DOC, CURSOR, "x")  # not what was suggested: the model runs
     completions.document_changed("u", text)  # typing resumes before it is done
     assert evaluation.token.reason is CancelReason.DOCUMENT_CHANGED
-    await completions.suggest("u", text, offset, SETTINGS, "m", context_settings=extra)
+    await completions.suggest("u", text, offset, Tuning(SETTINGS, "m", extra))
     assert len(backend.jobs) == runs + 1
     assert backend.extras[-1] == () and completions.stats.context_switches == 0
     # The next pause evaluates it again; once its prompt is done it is in use.
@@ -320,5 +322,5 @@ async def test_a_keystroke_during_a_new_picks_evaluation_keeps_the_old_pick() ->
     assert completions.stats.context_refreshes == 2 and completions.stats.context_switches == 1
     text, offset = typed(text, offset, " ")
     completions.document_changed("u", text)
-    await completions.suggest("u", text, offset, SETTINGS, "m", context_settings=extra)
+    await completions.suggest("u", text, offset, Tuning(SETTINGS, "m", extra))
     assert backend.extras[-1] == (("other.py", "def helper(): ..."),)

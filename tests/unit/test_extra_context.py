@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_infer.extra_context import (
+from lsp_infer.core.prompts import TEMPLATES, prompt_text, with_repository
+from lsp_infer.local.extra_context import (
     Chunk,
     ChunkRing,
     OpenDocument,
@@ -19,7 +20,6 @@ from lsp_infer.extra_context import (
     select,
     trimmed,
 )
-from lsp_infer.prompts import TEMPLATES, prompt_text, with_repository
 
 DECODER = "import re\n\nclass JSONDecoder(object):\n    def decode(self, s):\n        return s\n"
 MAIN = (
@@ -127,20 +127,20 @@ def test_repository_prompt() -> None:
 
 
 def test_workspace_context_notes_regions_once_and_keeps_saves() -> None:
-    from lsp_infer.extra_context import WorkspaceContext
+    from lsp_infer.local.extra_context import ExtraContext
+    from lsp_infer.session import Session
 
     texts = {"file:///w/a.py": "\n".join(f"a{i} = {i}" for i in range(100))}
-    context = WorkspaceContext(
-        lambda: [OpenDocument(u, u[-4:], t) for u, t in texts.items()],
-        lambda uri: uri.endswith(".env"),
-        lambda uri: uri.rsplit("/", 1)[-1],
-    )
+    session = Session()  # no workspace folders: paths are file names; .env is a secret
+    session.documents.open("file:///w/a.py", 1, texts["file:///w/a.py"])
+    context = ExtraContext(session)
     context.note("file:///w/a.py", texts["file:///w/a.py"], 3)
     context.note("file:///w/a.py", texts["file:///w/a.py"], 5)  # same region: no new chunk
     assert len(context.ring) == 1
     context.note("file:///w/.env", "SECRET = 1", 0)  # excluded: never noted
     assert len(context.ring) == 1
     texts["file:///w/a.py"] = texts["file:///w/a.py"].replace("a3 = 3", "a3 = 33")
+    session.documents.open("file:///w/a.py", 2, texts["file:///w/a.py"])
     context.saved("file:///w/a.py", texts["file:///w/a.py"])
     assert "a3 = 33" in list(context.ring)[-1].text
     picked = context.pick("file:///w/b.py", "x = a3\n", 7, 512)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_infer.backends import Generation
-from lsp_infer.backends.llama_cpp import align_to_typed_space
-from lsp_infer.context import cursor_line
-from lsp_infer.engine import finish
-from lsp_infer.postprocess import complete_lines, postprocess
+from lsp_infer.core.backend import Generation
+from lsp_infer.core.engine import finish
+from lsp_infer.core.postprocess import complete_lines, postprocess
+from lsp_infer.core.window import cursor_line
+from lsp_infer.local.llama_cpp import align_to_typed_space
 
 CURSOR = "█"
 

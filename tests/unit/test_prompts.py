@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_infer.context import fit_window
-from lsp_infer.prompts import TEMPLATES, Special, detect_template, prompt_text
+from lsp_infer.core.prompts import TEMPLATES, Special, detect_template, prompt_text
+from lsp_infer.core.window import fit_window
 
 
 def vocabulary(*tokens: str):

@@ -15,8 +15,8 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from lsp_infer.backends.openai_http import TeamClient, TeamError
 from lsp_infer.config import TeamSettings
+from lsp_infer.team.client import TeamClient, TeamError
 
 Handler = Callable[[httpx.Request], httpx.Response]
 
@@ -50,7 +50,7 @@ async def test_list_prompts_are_one_request_and_answers_follow_index() -> None:
             "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14},
         })  # fmt: skip
 
-    answers = await client(handler).complete_many(["p0", "p1"], 100)
+    answers = await client(handler).completion_batch(["p0", "p1"], 100)
     assert [a.text for a in answers] == ["first", "second"]
     assert answers[0].finish_reason == "length"
     assert seen[0]["prompt"] == ["p0", "p1"] and seen[0]["max_tokens"] == 100
@@ -66,8 +66,8 @@ async def test_priority_is_sent_only_when_enabled() -> None:
             200, json={"choices": [{"index": 0, "text": "x", "finish_reason": "stop"}]}
         )
 
-    await client(handler, priority=True).complete_many(["p"], 5, priority=10)
-    await client(handler, priority=False).complete_many(["p"], 5, priority=10)
+    await client(handler, priority=True).completion_batch(["p"], 5, priority=10)
+    await client(handler, priority=False).completion_batch(["p"], 5, priority=10)
     assert bodies[0]["priority"] == 10 and "priority" not in bodies[1]
 
 
@@ -97,7 +97,7 @@ async def test_a_stream_cut_midway_is_an_error_not_an_answer() -> None:
         )
 
     with pytest.raises(TeamError) as error:
-        await client(handler).complete("p", 10)
+        await client(handler).completion("p", 10)
     assert error.value.kind == "incomplete"
 
 
@@ -106,7 +106,7 @@ async def test_malformed_event() -> None:
         return httpx.Response(200, content=b"data: {not json\n\n")
 
     with pytest.raises(TeamError) as error:
-        await client(handler).complete("p", 10)
+        await client(handler).completion("p", 10)
     assert error.value.kind == "bad_response"
 
 

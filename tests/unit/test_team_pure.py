@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcInvalidParams
 
-from lsp_infer.backends.openai_http import TeamAnswer, parse_metrics, retry_delay
-from lsp_infer.commands import command_arguments
 from lsp_infer.config import load_settings, to_wire
+from lsp_infer.lsp.convert import refactor_arguments
 from lsp_infer.privacy import NotAllowed, Policy, path_of
-from lsp_infer.refactor import (
+from lsp_infer.team.client import TeamAnswer, parse_metrics, retry_delay
+from lsp_infer.team.refactor import (
     InvalidResult,
     RefactorJob,
     apply_line_edits,
@@ -188,7 +188,7 @@ def test_privacy_follows_symlinks_out_of_the_workspace(tmp_path: Path) -> None:
     ],
 )
 def test_command_arguments(arguments, batch: bool, expected) -> None:
-    assert command_arguments(arguments, batch=batch) == expected
+    assert refactor_arguments(arguments, batch=batch) == expected
 
 
 @pytest.mark.parametrize(
@@ -204,7 +204,7 @@ def test_command_arguments(arguments, batch: bool, expected) -> None:
 )
 def test_command_arguments_refused(arguments, batch: bool) -> None:
     with pytest.raises(JsonRpcInvalidParams):
-        command_arguments(arguments, batch=batch)
+        refactor_arguments(arguments, batch=batch)
 
 
 def test_api_key_never_echoed() -> None:

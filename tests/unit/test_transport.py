@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from lsp_infer.transport import REFUSED, BoundedStdin
+from lsp_infer.lsp.transport import REFUSED, BoundedStdin
 
 
 class CountingStream(io.BytesIO):

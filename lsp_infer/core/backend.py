@@ -1,8 +1,8 @@
 """The one interface every completion backend implements.
 
 A backend turns a :class:`CompletionJob` (document text, cursor, budgets, a stop
-predicate) into a :class:`Generation`. The in-process llama.cpp backend runs it on
-the model lane; the OpenAI-compatible backend sends it over HTTP.
+predicate) into a :class:`Generation`. The in-process llama.cpp backend (local tier) runs it
+on the model lane; the team tier's FIM backend sends it over HTTP.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from lsp_infer.scheduling import CancelToken
+from lsp_infer.core.cancel import CancelToken
 
 StopReason = Literal["end", "max_tokens", "stopped", "deadline", "context_full"]
 
@@ -74,4 +74,4 @@ class Generation:
 class Backend(Protocol):
     name: str
 
-    async def complete(self, job: CompletionJob, cancel: CancelToken) -> Generation: ...
+    async def generate(self, job: CompletionJob, cancel: CancelToken) -> Generation: ...

@@ -1,7 +1,7 @@
 """The keystroke path: what answers a completion request, fastest first.
 
 1. **Type-ahead**: the user typed the first characters of the suggestion on screen → the rest.
-2. **Suggestion cache**: this exact cursor context was answered before → that answer.
+2. **Suggestion cache**: this exact cursor view was answered before → that answer.
 3. **In-flight reuse**: a generation for this document is running and what the user typed
    since it started matches what it has produced so far → wait for it, answer the rest.
 4. **A new generation**, which supersedes the document's previous one (latest wins).
@@ -20,24 +20,61 @@ import logging
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from lsp_infer.backends import JobProgress
-from lsp_infer.cache import (
-    CursorContext,
+from lsp_infer.config import CompletionSettings, ExtraContextSettings
+from lsp_infer.core.backend import JobProgress
+from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
+from lsp_infer.core.engine import CompletionEngine, Suggestion
+from lsp_infer.local.lane import ModelLane
+from lsp_infer.local.reuse import (
+    CursorView,
     Shown,
     SuggestionCache,
     rest_after_typing,
     type_ahead,
     typed_since,
 )
-from lsp_infer.config import CompletionSettings, ContextSettings
-from lsp_infer.context import MAX_CHARS_PER_TOKEN
-from lsp_infer.engine import CompletionEngine, Suggestion
-from lsp_infer.scheduling import Cancelled, CancelReason, CancelToken, ModelLane
 from lsp_infer.stats import Stats
+from lsp_infer.text import MAX_CHARS_PER_TOKEN
 
 log = logging.getLogger(__name__)
+
+Extra = tuple[tuple[str, str], ...]  # other files' code for the prompt: (path, text) pairs
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What shapes every suggestion until the settings change."""
+
+    completion: CompletionSettings
+    model_key: Hashable = ()  # the model's settings: the same settings, the same model
+    extra_context: ExtraContextSettings | None = None  # None: no extra context
+
+    @property
+    def extra_enabled(self) -> bool:
+        return self.extra_context is not None and self.extra_context.enabled
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One request's shape, built once: its settings, the extra context pinned for it and
+    that context's budget, how far the prompt can see around the cursor, and the cache key
+    of all of these (everything besides the cursor view that shapes a suggestion)."""
+
+    settings: CompletionSettings
+    extra: Extra
+    extra_tokens: int
+    reach: int  # characters the prompt can see on either side of the cursor
+    key: Hashable
+
+    @classmethod
+    def of(cls, tuning: Tuning, extra: Extra = ()) -> Shape:
+        settings = tuning.completion
+        budget = tuning.extra_context.extra_tokens if tuning.extra_context else 0
+        key = (tuning.model_key, settings.max_tokens, settings.max_lines, settings.context_tokens,
+               settings.suffix_tokens, budget, hash(extra))  # fmt: skip
+        return cls(settings, extra, budget, settings.context_tokens * MAX_CHARS_PER_TOKEN, key)
 
 
 @dataclass
@@ -45,20 +82,22 @@ class Flight:
     """One generation running (or queued) for a document."""
 
     uri: str
-    reach: int  # characters the prompt can see on either side (from the settings)
-    origin: CursorContext  # where typing that this generation continues starts
+    shape: Shape
+    origin: CursorView  # where typing that this generation continues starts
     origin_length: int  # document length at origin (to find the cursor after an insertion)
-    lead: str  # text assumed typed at origin before the generation's own output (precompute)
-    settings_key: Hashable
-    precompute: bool  # background work (idle precompute or a context refresh), not a request
-    extra: tuple[tuple[str, str], ...] = ()  # other files' code in the prompt (pinned)
-    extra_tokens: int = 0  # its token budget
+    lead: str = ""  # text assumed typed at origin before the generation's own output
+    precompute: bool = False  # background work (idle precompute or a new pick), not a request
     keep_cache: bool = False  # a new pick's evaluation: stopped in its prompt, the cache is kept
     token: CancelToken = field(default_factory=CancelToken)
     progress: JobProgress = field(default_factory=JobProgress)
     task: asyncio.Future[Suggestion] | None = None
     waiters: int = 0
     kept_by_edit: bool = False  # an edit continued it: a request for it is on its way
+
+    @classmethod
+    def at(cls, uri: str, shape: Shape, text: str, offset: int, **kinds: Any) -> Flight:
+        """A generation whose typing starts at ``offset`` of ``text``."""
+        return cls(uri, shape, CursorView.at(text, offset, shape.reach), len(text), **kinds)
 
     def stop(self, reason: CancelReason) -> None:
         """Cancel the generation: a running one stops at its next check (within a token or a
@@ -73,7 +112,7 @@ class Flight:
         return self.lead + self.progress.text
 
     def typed(self, text: str, offset: int) -> str | None:
-        typed = typed_since(self.origin, text, offset, self.reach)
+        typed = typed_since(self.origin, text, offset, self.shape.reach)
         if typed is None or not self.expected().startswith(typed):
             return None
         return typed
@@ -83,24 +122,25 @@ class _Superseded(Exception):
     pass
 
 
-class ContextSource(Protocol):
-    """Where other files' code comes from (the server: open documents, the chunk ring)."""
+class ExtraContextSource(Protocol):
+    """Where other files' code comes from (extra_context.ExtraContext: the open documents and
+    the chunk ring)."""
 
     def pick(self, uri: str, text: str, offset: int, budget_tokens: int) -> Extra: ...
 
     def path(self, uri: str) -> str: ...
 
 
-Extra = tuple[tuple[str, str], ...]
-
-
 class Completions:
     def __init__(
-        self, engine: CompletionEngine, lane: ModelLane, context: ContextSource | None = None
+        self,
+        engine: CompletionEngine,
+        lane: ModelLane,
+        extra_source: ExtraContextSource | None = None,
     ) -> None:
         self.engine = engine
         self.lane = lane
-        self.context = context
+        self.extra_source = extra_source
         self.stats = Stats()
         self.cache = SuggestionCache()
         self._flights: dict[str, Flight] = {}
@@ -126,28 +166,22 @@ class Completions:
         uri: str,
         text: str,
         offset: int,
-        settings: CompletionSettings,
-        model_key: Hashable,
-        is_current: Callable[[], bool] = lambda: True,
-        context_settings: ContextSettings | None = None,
+        tuning: Tuning,
+        *,
         explicit: bool = False,
+        is_current: Callable[[], bool] = lambda: True,
     ) -> str:
         """The suggestion at ``offset``; "" when there is none or the request went stale
-        (``is_current`` says whether the document is still the version ``text`` came from)."""
+        (``is_current`` says whether the document is still the version ``text`` came from).
+        ``explicit``: the user asked for it (not typing): no debounce, extra context now."""
         started = time.monotonic()
         self.stats.requests += 1
         self._activity[uri] = self._activity.get(uri, 0) + 1
         self.stats.queue_depth_max = max(self.stats.queue_depth_max, self.lane.pending)
         self._yield_background(uri)
-        reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
-        context = CursorContext.at(text, offset, reach)
-        extra = self._extra(uri, text, offset, context_settings, explicit)
-        budget = context_settings.extra_tokens if context_settings else 0
-        key = self._key(model_key, settings, budget, extra)
+        shape = Shape.of(tuning, self._extra(uri, text, offset, tuning, explicit))
         try:
-            answer, source = await self._answer(
-                uri, text, offset, context, key, settings, extra, budget, explicit
-            )
+            answer, source = await self._answer(uri, text, offset, shape, explicit)
         except _Superseded:
             self.stats.superseded += 1
             return ""
@@ -157,42 +191,31 @@ class Completions:
         if not is_current():  # computed for a version that is gone
             self.stats.superseded += 1
             return ""
+        self._answered(answer, source, (time.monotonic() - started) * 1000)
+        if answer:
+            self._shown[uri] = Shown(CursorView.at(text, offset, shape.reach), answer)
+            if shape.settings.precompute and uri not in self._flights:
+                self._precompute(uri, text, offset, answer, shape)
+        if tuning.extra_enabled:
+            self._when_idle(uri, text, offset, tuning)
+        return answer
+
+    def _answered(self, answer: str, source: str, elapsed_ms: float) -> None:
         self.stats.answered += 1
-        elapsed_ms = (time.monotonic() - started) * 1000
         self.stats.latency_ms.append(elapsed_ms)
         if source == "type-ahead":
             self.stats.type_ahead_ms.append(elapsed_ms)
         if answer:
             self.stats.suggested += 1
-            self._shown[uri] = Shown(context, answer)
-            if settings.precompute and uri not in self._flights:
-                self._precompute(uri, text, offset, answer, key, settings, extra, budget)
-        if context_settings is not None and context_settings.enabled:
-            self._when_idle(uri, text, offset, settings, model_key, context_settings)
-        return answer
 
     # -- extra context ----------------------------------------------------------------
 
-    @staticmethod
-    def _key(
-        model_key: Hashable, settings: CompletionSettings, extra_tokens: int, extra: Extra
-    ) -> Hashable:
-        """Everything besides the cursor context that shapes a suggestion."""
-        return (model_key, settings.max_tokens, settings.max_lines, settings.context_tokens,
-                settings.suffix_tokens, extra_tokens, hash(extra))  # fmt: skip
-
-    def _extra(
-        self,
-        uri: str,
-        text: str,
-        offset: int,
-        context_settings: ContextSettings | None,
-        explicit: bool,
-    ) -> Extra:
+    def _extra(self, uri: str, text: str, offset: int, tuning: Tuning, explicit: bool) -> Extra:
         """The pinned extra context. A request the user made explicitly picks it now if
         there is none yet (they wait for the answer anyway); one made by typing does not."""
-        if self.context is None or context_settings is None or not context_settings.enabled:
+        if self.extra_source is None or not tuning.extra_enabled:
             return ()
+        assert tuning.extra_context is not None
         if (candidate := self._candidate.get(uri)) is not None:
             fresh, flight = candidate
             if flight.progress.prompt_done_at is not None:
@@ -204,55 +227,50 @@ class Completions:
             ):
                 return fresh  # a request where the evaluation is under way waits for it
         if explicit and uri not in self._pinned:
-            self._pinned[uri] = self.context.pick(uri, text, offset, context_settings.extra_tokens)
+            budget = tuning.extra_context.extra_tokens
+            self._pinned[uri] = self.extra_source.pick(uri, text, offset, budget)
         return self._pinned.get(uri, ())
 
-    def _when_idle(
-        self,
-        uri: str,
-        text: str,
-        offset: int,
-        settings: CompletionSettings,
-        model_key: Hashable,
-        context_settings: ContextSettings,
-    ) -> None:
+    def _when_idle(self, uri: str, text: str, offset: int, tuning: Tuning) -> None:
         """After a pause, pick the extra context again; if it changed, compute the suggestion
         here with it in the background (which also puts the new prompt in the KV cache)."""
         self._cancel_idle(uri)
-
+        assert tuning.extra_context is not None
+        pause = tuning.extra_context.idle_ms / 1000
         loop = asyncio.get_running_loop()
 
         def refresh() -> None:
             self._idle.pop(uri, None)
-            if self.context is None:
-                return
             if uri in self._flights:
                 # Background work (the precompute of the suggestion just shown) is still on
                 # the lane: look again after another pause rather than give the pick up. A
                 # keystroke meanwhile cancels this timer, as it does the first.
-                self._idle[uri] = loop.call_later(context_settings.idle_ms / 1000, refresh)
+                self._idle[uri] = loop.call_later(pause, refresh)
                 return
-            fresh = self.context.pick(uri, text, offset, context_settings.extra_tokens)
-            if fresh == self._pinned.get(uri, ()):
-                self._candidate.pop(uri, None)
-                return
-            self.stats.context_refreshes += 1
-            tried = self._candidate.get(uri)
-            log.debug(
-                "extra context for %s: evaluating %s pick, %d characters from %s",
-                uri, "the stopped" if tried and tried[0] == fresh else "a new",
-                sum(len(text) for _path, text in fresh), [path for path, _text in fresh],
-            )  # fmt: skip
-            reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
-            origin = CursorContext.at(text, offset, reach)
-            key = self._key(model_key, settings, context_settings.extra_tokens, fresh)
-            flight = self._start(
-                uri, text, offset, origin, "", key, settings, precompute=True,
-                extra=fresh, extra_tokens=context_settings.extra_tokens, keep_cache=True,
-            )  # fmt: skip
-            self._candidate[uri] = (fresh, flight)
+            self._evaluate_new_pick(uri, text, offset, tuning)
 
-        self._idle[uri] = loop.call_later(context_settings.idle_ms / 1000, refresh)
+        self._idle[uri] = loop.call_later(pause, refresh)
+
+    def _evaluate_new_pick(self, uri: str, text: str, offset: int, tuning: Tuning) -> None:
+        """Pick the extra context; if it differs from the pinned one, evaluate it in the
+        background (a keep_cache generation) as the candidate to put in use once done."""
+        if self.extra_source is None or tuning.extra_context is None:
+            return
+        fresh = self.extra_source.pick(uri, text, offset, tuning.extra_context.extra_tokens)
+        if fresh == self._pinned.get(uri, ()):
+            self._candidate.pop(uri, None)
+            return
+        self.stats.context_refreshes += 1
+        tried = self._candidate.get(uri)
+        log.debug(
+            "extra context for %s: evaluating %s pick, %d characters from %s",
+            uri, "the stopped" if tried and tried[0] == fresh else "a new",
+            sum(len(text) for _path, text in fresh), [path for path, _text in fresh],
+        )  # fmt: skip
+        flight = Flight.at(uri, Shape.of(tuning, fresh), text, offset,
+                           precompute=True, keep_cache=True)  # fmt: skip
+        self._launch(flight, text, offset)
+        self._candidate[uri] = (fresh, flight)
 
     def _cancel_idle(self, uri: str) -> None:
         if (timer := self._idle.pop(uri, None)) is not None:
@@ -265,49 +283,48 @@ class Completions:
                 flight.stop(CancelReason.SUPERSEDED)
 
     async def _answer(
-        self,
-        uri: str,
-        text: str,
-        offset: int,
-        context: CursorContext,
-        key: Hashable,
-        settings: CompletionSettings,
-        extra: Extra = (),
-        extra_tokens: int = 0,
-        explicit: bool = False,
+        self, uri: str, text: str, offset: int, shape: Shape, explicit: bool
     ) -> tuple[str, str]:
         """The answer and where it came from."""
-        reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
-        rest = type_ahead(self._shown.get(uri), text, offset, reach)
+        rest = type_ahead(self._shown.get(uri), text, offset, shape.reach)
         if rest is not None:
             self.stats.type_ahead_hits += 1
             return rest, "type-ahead"
-        cached = self.cache.get(context, key)
+        view = CursorView.at(text, offset, shape.reach)
+        cached = self.cache.get(view, shape.key)
         if cached is not None:
             self.stats.cache_hits += 1
             return cached, "cache"
-        flight = self._flights.get(uri)
-        if flight is not None and flight.settings_key == key and not flight.token.cancelled:
-            typed = flight.typed(text, offset)
-            # A precompute answers once its whole lead (the shown suggestion) was typed;
-            # before that, type-ahead answers from the suggestion itself.
-            if typed is not None and typed.startswith(flight.lead):
-                result = await self._wait_for(flight)
-                rest = rest_after_typing(flight.lead + result, typed)
-                if rest is not None:
-                    if flight.precompute:
-                        self.stats.precompute_hits += 1
-                        return rest, "precompute"
-                    self.stats.in_flight_hits += 1
-                    return rest, "in-flight"
-                # The generation went elsewhere than the user typed: start afresh.
-        if not explicit and settings.debounce_ms:
-            await self._settle(uri, settings.debounce_ms)
-        flight = self._start(
-            uri, text, offset, context, "", key, settings,
-            precompute=False, extra=extra, extra_tokens=extra_tokens,
-        )  # fmt: skip
+        reused = await self._from_flight(uri, text, offset, shape)
+        if reused is not None:
+            return reused
+        if not explicit and shape.settings.debounce_ms:
+            await self._settle(uri, shape.settings.debounce_ms)
+        flight = self._launch(Flight.at(uri, shape, text, offset), text, offset)
         return await self._wait_for(flight), "model"
+
+    async def _from_flight(
+        self, uri: str, text: str, offset: int, shape: Shape
+    ) -> tuple[str, str] | None:
+        """The rest of the document's running generation, when what the user typed since it
+        started is what it has produced so far (None otherwise)."""
+        flight = self._flights.get(uri)
+        if flight is None or flight.shape.key != shape.key or flight.token.cancelled:
+            return None
+        typed = flight.typed(text, offset)
+        # A precompute answers once its whole lead (the shown suggestion) was typed;
+        # before that, type-ahead answers from the suggestion itself.
+        if typed is None or not typed.startswith(flight.lead):
+            return None
+        result = await self._wait_for(flight)
+        rest = rest_after_typing(flight.lead + result, typed)
+        if rest is None:
+            return None  # the generation went elsewhere than the user typed: start afresh
+        if flight.precompute:
+            self.stats.precompute_hits += 1
+            return rest, "precompute"
+        self.stats.in_flight_hits += 1
+        return rest, "in-flight"
 
     async def _wait_for(self, flight: Flight) -> str:
         assert flight.task is not None
@@ -340,98 +357,60 @@ class Completions:
 
     # -- generations ------------------------------------------------------------------
 
-    def _start(
-        self,
-        uri: str,
-        text: str,
-        offset: int,
-        origin: CursorContext,
-        lead: str,
-        key: Hashable,
-        settings: CompletionSettings,
-        *,
-        precompute: bool,
-        job_text: str | None = None,
-        job_offset: int | None = None,
-        extra: Extra = (),
-        extra_tokens: int = 0,
-        keep_cache: bool = False,
-    ) -> Flight:
-        previous = self._flights.get(uri)
+    def _launch(self, flight: Flight, text: str, offset: int) -> Flight:
+        """Start ``flight`` on ``text`` at ``offset``, superseding the document's previous
+        generation (latest wins)."""
+        previous = self._flights.get(flight.uri)
         if previous is not None:
             previous.stop(CancelReason.SUPERSEDED)
-        reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
-        flight = Flight(
-            uri, reach, origin, len(text), lead, key, precompute, extra, extra_tokens, keep_cache
-        )
-        self._flights[uri] = flight
-        flight.task = asyncio.ensure_future(
-            self._run(
-                flight,
-                job_text if job_text is not None else text,
-                job_offset if job_offset is not None else offset,
-                settings,
-            )
-        )
+        self._flights[flight.uri] = flight
+        flight.task = asyncio.ensure_future(self._run(flight, text, offset))
         flight.task.add_done_callback(_consume_exception)
         return flight
 
-    def _precompute(
-        self,
-        uri: str,
-        text: str,
-        offset: int,
-        shown: str,
-        key: Hashable,
-        settings: CompletionSettings,
-        extra: Extra = (),
-        extra_tokens: int = 0,
-    ) -> None:
+    def _precompute(self, uri: str, text: str, offset: int, shown: str, shape: Shape) -> None:
         """Generate, in the background, what would follow if the user accepted ``shown``."""
-        reach = settings.context_tokens * MAX_CHARS_PER_TOKEN
-        accepted = text[:offset] + shown + text[offset:]
-        if self.cache.get(CursorContext.at(accepted, offset + len(shown), reach), key) is not None:
+        accepted, cursor = text[:offset] + shown + text[offset:], offset + len(shown)
+        if self.cache.get(CursorView.at(accepted, cursor, shape.reach), shape.key) is not None:
             return  # already known
-        origin = CursorContext.at(text, offset, reach)
-        self._start(
-            uri, text, offset, origin, shown, key, settings,
-            precompute=True, job_text=accepted, job_offset=offset + len(shown),
-            extra=extra, extra_tokens=extra_tokens,
-        )  # fmt: skip
+        flight = Flight.at(uri, shape, text, offset, lead=shown, precompute=True)
+        self._launch(flight, accepted, cursor)
 
-    async def _run(
-        self, flight: Flight, text: str, offset: int, settings: CompletionSettings
-    ) -> Suggestion:
+    async def _run(self, flight: Flight, text: str, offset: int) -> Suggestion:
         self.stats.generations += 1
-        self.stats.generations_with_extra += bool(flight.extra)
+        self.stats.generations_with_extra += bool(flight.shape.extra)
         finished = False
         try:
             suggestion = await self.engine.complete(
-                text, offset, settings, flight.token, flight.progress,
-                extra=flight.extra,
-                extra_tokens=flight.extra_tokens,
+                text, offset, flight.shape.settings, flight.token, flight.progress,
+                extra=flight.shape.extra,
+                extra_tokens=flight.shape.extra_tokens,
                 keep_cache=flight.keep_cache,
-                path=self.context.path(flight.uri) if self.context else "",
+                path=self.extra_source.path(flight.uri) if self.extra_source else "",
             )  # fmt: skip
             finished = True
-            context = CursorContext.at(text, offset, flight.reach)
-            self.cache.put(context, flight.settings_key, suggestion.text)
+            view = CursorView.at(text, offset, flight.shape.reach)
+            self.cache.put(view, flight.shape.key, suggestion.text)
             return suggestion
         finally:
             self._account(flight)
             if self._flights.get(flight.uri) is flight:
                 del self._flights[flight.uri]
-            candidate = self._candidate.get(flight.uri)
-            # A backend without a KV cache to speak of (HTTP) never reports its prompt done:
-            # its finished run counts.
-            done = flight.progress.prompt_done_at is not None or finished
-            if candidate and candidate[1] is flight and done:
-                self._promote(flight.uri)
-            if flight.keep_cache:
-                log.debug(
-                    "extra context for %s: evaluation %s (%s)", flight.uri,
-                    "done, in use" if done else "not done", flight.token.reason or "finished",
-                )  # fmt: skip
+            self._after_evaluation(flight, finished)
+
+    def _after_evaluation(self, flight: Flight, finished: bool) -> None:
+        """A candidate pick whose prompt got evaluated comes into use."""
+        candidate = self._candidate.get(flight.uri)
+        # A backend without a KV cache to speak of (HTTP) never reports its prompt done:
+        # its finished run counts.
+        done = flight.progress.prompt_done_at is not None or finished
+        if candidate and candidate[1] is flight and done:
+            self._promote(flight.uri)
+        if flight.keep_cache:
+            log.debug(
+                "extra context for %s: evaluation %s (%s)", flight.uri,
+                "done, in use" if done else "not done", flight.token.reason or "finished",
+            )  # fmt: skip
 
     def _promote(self, uri: str) -> None:
         """The candidate pick's prompt is in the KV cache: requests use it from now on."""

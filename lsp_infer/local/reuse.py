@@ -1,7 +1,7 @@
-"""Reusing suggestions without the model: cursor contexts, type-ahead, the suggestion LRU (pure).
+"""Answering without the model: cursor views, type-ahead, the suggestion LRU (pure).
 
 A suggestion depends only on the text the prompt can see, and the prompt never sees more than
-``reach`` characters on either side of the cursor. So a :class:`CursorContext` (bounded text
+``reach`` characters on either side of the cursor. So a :class:`CursorView` (bounded text
 before and after the cursor) is a complete cache key, and comparing two of them is cheap even
 in a megabyte file.
 """
@@ -15,17 +15,17 @@ from cachetools import LRUCache
 
 
 @dataclass(frozen=True)
-class CursorContext:
+class CursorView:
     before: str  # up to ``reach`` characters before the cursor
     after: str  # up to ``reach`` characters after the cursor
     offset: int  # the cursor, as an offset into the document
 
     @classmethod
-    def at(cls, text: str, offset: int, reach: int) -> CursorContext:
+    def at(cls, text: str, offset: int, reach: int) -> CursorView:
         return cls(text[max(0, offset - reach) : offset], text[offset : offset + reach], offset)
 
 
-def typed_since(old: CursorContext, text: str, offset: int, reach: int) -> str | None:
+def typed_since(old: CursorView, text: str, offset: int, reach: int) -> str | None:
     """The text typed at ``old``'s cursor that turned it into (text, offset), or None.
 
     None unless the only nearby change is an insertion at the old cursor with the new cursor
@@ -53,7 +53,7 @@ def rest_after_typing(suggestion: str, typed: str) -> str | None:
 class Shown:
     """The suggestion last shown for a document, and where."""
 
-    context: CursorContext
+    context: CursorView
     text: str
 
 
@@ -74,13 +74,13 @@ class SuggestionCache:
         self._entries: LRUCache[Hashable, str] = LRUCache(maxsize=size)
 
     @staticmethod
-    def key(context: CursorContext, settings_key: Hashable) -> Hashable:
+    def key(context: CursorView, settings_key: Hashable) -> Hashable:
         return (context.before, context.after, settings_key)
 
-    def get(self, context: CursorContext, settings_key: Hashable) -> str | None:
+    def get(self, context: CursorView, settings_key: Hashable) -> str | None:
         return self._entries.get(self.key(context, settings_key))
 
-    def put(self, context: CursorContext, settings_key: Hashable, suggestion: str) -> None:
+    def put(self, context: CursorView, settings_key: Hashable, suggestion: str) -> None:
         self._entries[self.key(context, settings_key)] = suggestion
 
     def clear(self) -> None:

@@ -20,11 +20,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from lsp_infer.backends import BackendUnavailable, CompletionJob, Generation, StopReason
 from lsp_infer.config import ModelSettings
-from lsp_infer.context import fit_window
-from lsp_infer.models import ModelError, Progress, ResolvedModel, resolve_model
-from lsp_infer.prompts import (
+from lsp_infer.core.backend import BackendUnavailable, CompletionJob, Generation, StopReason
+from lsp_infer.core.cancel import Cancelled, CancelToken
+from lsp_infer.core.prompts import (
     TEMPLATES,
     FimTemplate,
     Order,
@@ -34,7 +33,9 @@ from lsp_infer.prompts import (
     detect_template,
     with_repository,
 )
-from lsp_infer.scheduling import Cancelled, CancelToken, ModelLane
+from lsp_infer.core.window import fit_window
+from lsp_infer.local.lane import ModelLane
+from lsp_infer.models import ModelError, Progress, ResolvedModel, resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -327,10 +328,10 @@ class LlamaCppBackend:
 
     # -- completion (on the lane) ---------------------------------------------------
 
-    async def complete(self, job: CompletionJob, cancel: CancelToken) -> Generation:
-        return await self.lane.run(self.complete_blocking, job, cancel)
+    async def generate(self, job: CompletionJob, cancel: CancelToken) -> Generation:
+        return await self.lane.run(self.generate_blocking, job, cancel)
 
-    def complete_blocking(self, job: CompletionJob, cancel: CancelToken) -> Generation:
+    def generate_blocking(self, job: CompletionJob, cancel: CancelToken) -> Generation:
         cancel.raise_if_cancelled()  # superseded while it waited in the queue
         if self.state != "ready" or self.loaded is None:
             raise BackendUnavailable(self.error or f"the model is {self.state}")

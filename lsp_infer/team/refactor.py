@@ -19,9 +19,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from lsp_infer.backends.openai_http import TeamAnswer, TeamClient, TeamError
 from lsp_infer.config import TeamSettings
-from lsp_infer.context import split_lines
+from lsp_infer.editor import Replacement
+from lsp_infer.team.client import TeamAnswer, TeamClient, TeamError
+from lsp_infer.text import SHORT_CHARS_PER_TOKEN, line_offsets, split_lines
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +170,15 @@ def line_edits(old: str, new: str) -> list[LineEdit]:
     ]
 
 
+def replacements(old: str, new: str) -> list[Replacement]:
+    """The minimal line edits turning ``old`` into ``new``, as offsets into ``old``."""
+    offsets = line_offsets(old)
+    return [
+        Replacement(offsets[edit.start], offsets[edit.end], edit.text)
+        for edit in line_edits(old, new)
+    ]
+
+
 def apply_line_edits(old: str, edits: list[LineEdit]) -> str:
     lines = split_lines(old)
     for edit in sorted(edits, key=lambda e: e.start, reverse=True):
@@ -177,9 +187,11 @@ def apply_line_edits(old: str, edits: list[LineEdit]) -> str:
 
 
 def answer_budget(job: RefactorJob, settings: TeamSettings) -> int:
-    """max_tokens for a rewrite: room for the file to grow by half (≈3 characters a token),
-    within team.maxTokens — asking for more than the server's context allows is an error."""
-    return min(settings.max_tokens, len(job.text) // 2 + 256)
+    """max_tokens for a rewrite: room for the file to grow by half (counted in short tokens,
+    so a long file is not cut off), within team.maxTokens — asking for more than the
+    server's context allows is an error."""
+    grown_chars = len(job.text) * 3 // 2
+    return min(settings.max_tokens, grown_chars // SHORT_CHARS_PER_TOKEN + 256)
 
 
 # -- running jobs --------------------------------------------------------------------------
@@ -295,7 +307,7 @@ class Refactorer:
                     new_text = validate(job, answer)
                 else:
                     prompt = completion_prompt(job)
-                    answer = await client.complete(prompt, max_tokens, priority=10)
+                    answer = await client.completion(prompt, max_tokens, priority=10)
                     new_text = validate(job, answer, opened=True)
             except (TeamError, InvalidResult) as exc:
                 return Outcome(job.uri, "failed", f"{job.path}: {exc}")
@@ -311,7 +323,7 @@ class Refactorer:
             chunk = unique[start : start + LIST_CHUNK]
             prompts = [completion_prompt(job) for job in chunk]
             budget = max(answer_budget(job, settings) for job in chunk)
-            shared = asyncio.ensure_future(client.complete_many(prompts, budget, priority=10))
+            shared = asyncio.ensure_future(client.completion_batch(prompts, budget, priority=10))
             shared.add_done_callback(_retrieve)
             for job in chunk:
                 requests[job.key] = shared

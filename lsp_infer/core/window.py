@@ -1,13 +1,11 @@
-"""The text around the cursor that goes into a prompt, under a token budget (pure)."""
+"""The window: the text around the cursor that goes into a prompt, under a token budget (pure)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# A token is rarely longer than this many characters; used to pre-cut huge
-# documents before anything is tokenized.
-MAX_CHARS_PER_TOKEN = 8
+from lsp_infer.text import MAX_CHARS_PER_TOKEN, split_lines
 
 
 @dataclass(frozen=True)
@@ -36,13 +34,6 @@ def cursor_line(text: str, offset: int, following_chars: int = 2000) -> CursorLi
     after = text[offset:line_end].rstrip("\r")
     following = text[line_end + 1 : line_end + 1 + following_chars] if line_end < len(text) else ""
     return CursorLine(before=before, after=after, following=following.replace("\r", ""))
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their "\n" kept (not str.splitlines, which also splits on form feeds)."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    return [*lines, parts[-1]] if parts[-1] else lines
 
 
 def fit_window(

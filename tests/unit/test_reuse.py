@@ -1,11 +1,11 @@
-"""Cursor contexts, type-ahead and the suggestion cache (pure)."""
+"""Cursor views, type-ahead and the suggestion cache (pure)."""
 
 from __future__ import annotations
 
 import pytest
 
-from lsp_infer.cache import (
-    CursorContext,
+from lsp_infer.local.reuse import (
+    CursorView,
     Shown,
     SuggestionCache,
     rest_after_typing,
@@ -44,7 +44,7 @@ def insert(text: str, offset: int, typed: str) -> tuple[str, int]:
     ],
 )
 def test_typed_since(edit, expected) -> None:
-    old = CursorContext.at(BASE, CURSOR, 4096)
+    old = CursorView.at(BASE, CURSOR, 4096)
     text, offset = edit(BASE, CURSOR)
     assert typed_since(old, text, offset, 4096) == expected
 
@@ -52,7 +52,7 @@ def test_typed_since(edit, expected) -> None:
 def test_typed_since_only_looks_as_far_as_the_prompt_can_see() -> None:
     far_away = "x = 1\n" * 2000
     text = far_away + BASE
-    old = CursorContext.at(text, len(far_away) + CURSOR, 100)
+    old = CursorView.at(text, len(far_away) + CURSOR, 100)
     edited = "y" + text[1:]  # changed 10 kB above the cursor: invisible to the prompt
     assert typed_since(old, edited, len(far_away) + CURSOR, 100) == ""
 
@@ -71,7 +71,7 @@ def test_rest_after_typing(suggestion: str, typed: str, rest: str | None) -> Non
 
 
 def test_type_ahead_returns_exactly_the_rest() -> None:
-    shown = Shown(CursorContext.at(BASE, CURSOR, 4096), "a + b")
+    shown = Shown(CursorView.at(BASE, CURSOR, 4096), "a + b")
     text, offset = insert(BASE, CURSOR, "a +")
     assert type_ahead(shown, text, offset, 4096) == " b"
     text, offset = insert(BASE, CURSOR, "a -")
@@ -82,12 +82,12 @@ def test_type_ahead_returns_exactly_the_rest() -> None:
 
 def test_suggestion_cache_is_keyed_by_context_and_settings() -> None:
     cache = SuggestionCache(size=2)
-    here = CursorContext.at(BASE, CURSOR, 4096)
+    here = CursorView.at(BASE, CURSOR, 4096)
     cache.put(here, ("model", 64), "a + b")
-    assert cache.get(CursorContext.at(BASE, CURSOR, 4096), ("model", 64)) == "a + b"
+    assert cache.get(CursorView.at(BASE, CURSOR, 4096), ("model", 64)) == "a + b"
     assert cache.get(here, ("model", 32)) is None
-    cache.put(CursorContext.at(BASE, 0, 4096), ("model", 64), "x")
-    cache.put(CursorContext.at(BASE, 1, 4096), ("model", 64), "y")
+    cache.put(CursorView.at(BASE, 0, 4096), ("model", 64), "x")
+    cache.put(CursorView.at(BASE, 1, 4096), ("model", 64), "y")
     assert len(cache) == 2 and cache.get(here, ("model", 64)) is None  # least recently used went
 
 

@@ -23,11 +23,7 @@ from typing import Any, Literal
 
 import httpx
 
-from lsp_infer.backends import CompletionJob, Generation
 from lsp_infer.config import TeamSettings
-from lsp_infer.context import fit_window
-from lsp_infer.prompts import TEMPLATES, prompt_text
-from lsp_infer.scheduling import CancelToken
 
 log = logging.getLogger(__name__)
 
@@ -275,7 +271,7 @@ class TeamClient:
         self._add_priority(body, priority)
         return await self._streamed(f"{self.base}/chat/completions", body, on_text, chat=True)
 
-    async def complete(
+    async def completion(
         self,
         prompt: str,
         max_tokens: int,
@@ -296,7 +292,7 @@ class TeamClient:
         self._add_priority(body, priority)
         return await self._streamed(f"{self.base}/completions", body, on_text, chat=False)
 
-    async def complete_many(
+    async def completion_batch(
         self, prompts: list[str], max_tokens: int, *, priority: int | None = None
     ) -> list[TeamAnswer]:
         """Several prompts in one request (vLLM: one engine request each, batched together).
@@ -399,35 +395,3 @@ class TeamClient:
         except httpx.HTTPError:
             pass
         return Health(True, detail, tuple(models), running, waiting)
-
-
-class TeamCompletionBackend:
-    """Fill-in-the-middle completions from the team server (for explicitly invoked
-    completions when ``team.completions`` is on). The prompt is cut by characters — there is
-    no tokenizer here — and the team model's FIM markers go in as text: vLLM's tokenizer
-    turns them into the special tokens."""
-
-    name = "team"
-
-    def __init__(self, client: TeamClient, template_name: str) -> None:
-        self.client = client
-        self.template = TEMPLATES[template_name]
-
-    async def complete(self, job: CompletionJob, cancel: CancelToken) -> Generation:
-        window = fit_window(
-            job.text, job.offset, job.budget_tokens, lambda text: len(text) // 3 + 1,
-            suffix_tokens=job.suffix_tokens,
-        )  # fmt: skip
-        prompt = prompt_text(self.template.build(window.prefix, window.suffix, "psm"))
-        request = asyncio.ensure_future(
-            self.client.complete(
-                prompt, job.max_tokens, stop=list(self.template.stop) or None, priority=0
-            )
-        )
-        while not request.done():  # the cancel token is thread-side: poll it
-            await asyncio.wait([request], timeout=0.05)
-            if cancel.cancelled:
-                request.cancel()  # closes the HTTP request: vLLM aborts the generation
-                cancel.raise_if_cancelled()
-        answer = request.result()
-        return Generation(text=answer.text, stop_reason="end")

@@ -13,8 +13,8 @@ The pick is *pinned* per document while the user types (the extra context comes 
 prompt, so a stable pick keeps the model's KV cache valid across keystrokes); it is made or
 refreshed when the user pauses, and the new prompt is evaluated then (prefetch); the new pick
 is used only once that evaluation is done, so typing never starts or waits for that work
-(completions.py; BENCHMARKS.md). Pure: no model, no LSP; the caller supplies the exclusion
-check.
+(completions.py; BENCHMARKS.md). No model, no LSP; all pure but ExtraContext, which reads
+the session.
 """
 
 from __future__ import annotations
@@ -24,12 +24,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from lsp_infer.session import Session
+from lsp_infer.text import TYPICAL_CHARS_PER_TOKEN
+
 CHUNK_LINES = 64
 RING_SIZE = 16
-# Budgets are in tokens but the pick has no tokenizer: code runs 4.65 characters per token
-# with Qwen2.5-Coder's (median of 32-line stdlib chunks; 95 % above 3.9), so 4 rarely
-# overshoots; the backend re-fits by tokens.
-CHARS_PER_TOKEN = 4
 # A chunk cut down to fit the budget must still say something: fewer characters than this
 # (about four lines of code) and it is left out.
 MIN_CHUNK_CHARS = 160
@@ -306,11 +305,22 @@ def select(
     already in the prompt).
     """
     documents = [d for d in open_documents if d.uri != current_uri and not excluded(d.uri)]
+    candidates = _module_chunks(current_text, offset, documents, budget_chars)
+    candidates += _definitions_near(current_text, offset, documents)
+    candidates += [c for c in reversed(list(ring)) if c.uri != current_uri and not excluded(c.uri)]
+    candidates += [_head(d) for d in documents]
+    return _fit(candidates, budget_chars)
+
+
+def _module_chunks(
+    text: str, offset: int, documents: list[OpenDocument], budget_chars: int
+) -> list[Chunk]:
+    """For ``module.name`` near the cursor, that definition in the open ``module``; then the
+    outlines of those modules and of the other open modules the file imports."""
     by_module = {module_name(d.path): d for d in reversed(documents)}  # the first one wins
-    candidates: list[Chunk] = []
-    # "errors.HeaderParseError": the definition in that module, and the module's outline.
+    chunks: list[Chunk] = []
     referenced: list[OpenDocument] = []
-    for module, name in qualified_near(current_text, offset)[:24]:
+    for module, name in qualified_near(text, offset)[:24]:
         document = by_module.get(module)
         if document is None:
             continue
@@ -318,29 +328,35 @@ def select(
             referenced.append(document)
         line = find_definition(name, document.text)
         if line is not None:
-            candidates.append(definition_chunk(document.uri, document.path, document.text, line))
-    for module in imported_modules(current_text):
+            chunks.append(definition_chunk(document.uri, document.path, document.text, line))
+    for module in imported_modules(text):
         document = by_module.get(module)
         if document is not None and document not in referenced:
             referenced.append(document)
-    candidates += [outline_chunk(d, whole_below=budget_chars // 2) for d in referenced]
-    for name in identifiers_near(current_text, offset)[:24]:
-        if find_definition(name, current_text) is not None:
+    return chunks + [outline_chunk(d, whole_below=budget_chars // 2) for d in referenced]
+
+
+def _definitions_near(text: str, offset: int, documents: list[OpenDocument]) -> list[Chunk]:
+    """Definitions, in other open documents, of the names used just before the cursor."""
+    chunks: list[Chunk] = []
+    for name in identifiers_near(text, offset)[:24]:
+        if find_definition(name, text) is not None:
             continue  # defined right here: the window (or the model) has it
         for document in documents:
             line = find_definition(name, document.text)
             if line is not None:
-                candidates.append(
-                    definition_chunk(document.uri, document.path, document.text, line)
-                )
+                chunks.append(definition_chunk(document.uri, document.path, document.text, line))
                 break
-    candidates += [c for c in reversed(list(ring)) if c.uri != current_uri and not excluded(c.uri)]
-    candidates += [_head(d) for d in documents]
+    return chunks
+
+
+def _fit(candidates: list[Chunk], budget_chars: int) -> tuple[Chunk, ...]:
+    """The candidates that fit the budget, in priority order, near-duplicates left out; what
+    does not fit whole is cut to what does, around its focus. Most useful last."""
     chosen: list[Chunk] = []
     used = 0
     for candidate in candidates:
         overhead = len(candidate.path) + 2
-        # What does not fit whole is cut to what does, around its focus.
         chunk = trimmed(candidate, budget_chars - used - overhead)
         if chunk is None or (chunk is not candidate and len(chunk.text) < MIN_CHUNK_CHARS):
             continue
@@ -352,21 +368,23 @@ def select(
     return tuple(reversed(chosen))
 
 
-class WorkspaceContext:
+class ExtraContext:
     """The server's source of extra context: the chunk ring fed by document events, and the
-    open documents. Implements completions.ContextSource."""
+    session's open documents. Implements completions.ExtraContextSource."""
 
-    def __init__(
-        self,
-        open_documents: Callable[[], Iterable[OpenDocument]],
-        excluded: Callable[[str], bool],
-        relative_path: Callable[[str], str],
-    ) -> None:
+    def __init__(self, session: Session) -> None:
         self.ring = ChunkRing()
         self._last_region: dict[str, int] = {}
-        self._open_documents = open_documents
-        self._excluded = excluded
-        self._relative_path = relative_path
+        self._session = session
+
+    def _excluded(self, uri: str) -> bool:
+        return self._session.policy().excluded(uri)
+
+    def _open_documents(self) -> list[OpenDocument]:
+        return [
+            OpenDocument(snapshot.uri, self.path(snapshot.uri), snapshot.text)
+            for snapshot in self._session.documents.snapshots()
+        ]
 
     def note(self, uri: str, text: str, line: int) -> None:
         """A region the user opened, edited, saved or visited. Cheap to call per keystroke:
@@ -375,7 +393,7 @@ class WorkspaceContext:
         if self._last_region.get(uri) == region or self._excluded(uri):
             return
         self._last_region[uri] = region
-        self.ring.add(chunk_around(uri, self._relative_path(uri), text, line))
+        self.ring.add(chunk_around(uri, self.path(uri), text, line))
 
     def closed(self, uri: str) -> None:
         """The document closed: its chunks stay in the ring (recently seen code is still worth
@@ -387,15 +405,15 @@ class WorkspaceContext:
         region = self._last_region.get(uri)
         if region is not None and not self._excluded(uri):
             line = region * (CHUNK_LINES // 2)
-            self.ring.add(chunk_around(uri, self._relative_path(uri), text, line))
+            self.ring.add(chunk_around(uri, self.path(uri), text, line))
 
     def pick(
         self, uri: str, text: str, offset: int, budget_tokens: int
     ) -> tuple[tuple[str, str], ...]:
-        budget_chars = budget_tokens * CHARS_PER_TOKEN
+        budget_chars = budget_tokens * TYPICAL_CHARS_PER_TOKEN
         documents = self._open_documents()
         chunks = select(uri, text, offset, self.ring, documents, budget_chars, self._excluded)
         return tuple((chunk.path, chunk.text) for chunk in chunks)
 
     def path(self, uri: str) -> str:
-        return self._relative_path(uri)
+        return self._session.relative_path(uri)

@@ -1,14 +1,14 @@
-"""One completion: cursor context → backend → postprocess. No LSP types here."""
+"""One completion: cursor line → job → backend → postprocess. No LSP types, no model here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lsp_infer.backends import Backend, CompletionJob, Generation, JobProgress
 from lsp_infer.config import CompletionSettings
-from lsp_infer.context import CursorLine, cursor_line
-from lsp_infer.postprocess import complete_lines, postprocess
-from lsp_infer.scheduling import CancelToken
+from lsp_infer.core.backend import Backend, CompletionJob, Generation, JobProgress
+from lsp_infer.core.cancel import CancelToken
+from lsp_infer.core.postprocess import complete_lines, postprocess
+from lsp_infer.core.window import CursorLine, cursor_line
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class CompletionEngine:
             path=path,
             keep_cache=keep_cache,
         )
-        generation = await self.backend.complete(job, cancel)
+        generation = await self.backend.generate(job, cancel)
         suggestion = finish(generation.text, generation, line, max_lines)
         if suggestion and _uses_crlf(text, offset):
             suggestion = suggestion.replace("\n", "\r\n")

@@ -1,0 +1,78 @@
+"""The editor facade: what the tiers may ask of the editor, in plain types.
+
+The protocol edge implements it over LSP (lsp/client.py); the tiers are handed it instead of
+the server, so they can show a message, report progress, ask the user and apply an edit
+without knowing pygls, lsprotocol or each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Level = Literal["error", "warning", "info"]
+ModelState = Literal["loading", "ready", "failed"]
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Replace ``text[start:end]`` of the text an edit was computed on with ``new_text``."""
+
+    start: int
+    end: int
+    new_text: str
+
+
+class EditNotApplied(Exception):
+    """The editor did not apply an edit; the message says why."""
+
+
+class Progress(Protocol):
+    """A work-done progress shown by the editor."""
+
+    # Set when the user cancels (cancellable progress only); never set otherwise.
+    cancelled: asyncio.Event
+
+    def report(self, percentage: int, message: str | None = None) -> None: ...
+
+    def end(self, message: str) -> None: ...
+
+
+@dataclass
+class NoProgress:
+    """For editors that show no progress: reports go nowhere and nobody can cancel."""
+
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def report(self, percentage: int, message: str | None = None) -> None:
+        pass
+
+    def end(self, message: str) -> None:
+        pass
+
+
+class Editor(Protocol):
+    def show(self, message: str, level: Level) -> None:
+        """A message for the user (also logged)."""
+
+    def model_status(self, state: ModelState, message: str) -> None:
+        """What the model is doing (the ``lspInfer/status`` notification)."""
+
+    async def ask(self, message: str, choices: Sequence[str]) -> str | None:
+        """The choice the user picked, or None (dismissed, or the editor cannot ask)."""
+
+    async def progress(self, title: str, message: str, *, cancellable: bool = False) -> Progress:
+        """A progress the editor shows until ``end`` (a NoProgress if it shows none)."""
+
+    async def apply_edit(
+        self,
+        uri: str,
+        version: int | None,
+        text: str,
+        edits: Sequence[Replacement],
+        label: str,
+    ) -> None:
+        """Apply ``edits`` (offsets into ``text``) to the document at ``version`` (None: a
+        file that is not open). EditNotApplied if the editor did not."""

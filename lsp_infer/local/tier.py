@@ -1,0 +1,145 @@
+"""The local tier assembled: the model lane, the llama.cpp backend, extra context and the
+keystroke scheduler — and the model's loading, with its state and errors told to the editor."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from typing import Any
+
+from lsp_infer.config import CompletionSettings, ModelSettings, Settings
+from lsp_infer.core.backend import BackendUnavailable
+from lsp_infer.core.engine import CompletionEngine
+from lsp_infer.documents import Snapshot
+from lsp_infer.editor import Editor, Progress
+from lsp_infer.local.completions import Completions, Tuning
+from lsp_infer.local.extra_context import ExtraContext
+from lsp_infer.local.lane import ModelLane
+from lsp_infer.local.llama_cpp import LlamaCppBackend
+from lsp_infer.session import Session
+
+log = logging.getLogger(__name__)
+
+
+class LocalTier:
+    def __init__(self, session: Session, editor: Editor) -> None:
+        self._session = session
+        self._editor = editor
+        self.lane = ModelLane()
+        self.backend = LlamaCppBackend(self.lane)
+        self.extra_context = ExtraContext(session)
+        self.completions = Completions(
+            CompletionEngine(self.backend), self.lane, self.extra_context
+        )
+        self.tuning = Tuning(CompletionSettings())
+        self._requested_model: ModelSettings | None = None
+        self._reported_error: str | None = None
+        self._loading: asyncio.Future[None] | None = None
+        self._logged_requests = -1
+
+    def configure(self, settings: Settings) -> None:
+        """New settings; reloads the model if its settings changed."""
+        # The model's settings are part of every cache key: the same settings, the same model.
+        model_key = dataclasses.astuple(settings.model)
+        self.tuning = Tuning(settings.completion, model_key, settings.context)
+        if settings.model != self._requested_model:
+            self._requested_model = settings.model
+            self._start_load(settings.model)
+
+    # -- requests ---------------------------------------------------------------------
+
+    async def suggest(self, snapshot: Snapshot, offset: int, explicit: bool) -> str:
+        """The suggestion at ``offset`` of ``snapshot``; "" when there is none, the request
+        went stale, or the model is unavailable (told to the user once per error)."""
+        uri, version = snapshot.uri, snapshot.version
+        try:
+            return await self.completions.suggest(
+                uri, snapshot.text, offset, self.tuning, explicit=explicit,
+                is_current=lambda: self._session.is_current(uri, version),
+            )  # fmt: skip
+        except BackendUnavailable as exc:
+            self._report_model_error(str(exc))
+            return ""
+
+    # -- document events ----------------------------------------------------------------
+
+    def opened(self, uri: str, text: str) -> None:
+        self.extra_context.note(uri, text, 0)
+
+    def changed(self, uri: str, text: str, line: int | None) -> None:
+        """An edit (``line``: where an incremental one starts). Stops the document's
+        generation unless the edit continues it."""
+        self.completions.document_changed(uri, text)
+        if line is not None:
+            self.extra_context.note(uri, text, line)
+
+    def saved(self, uri: str, text: str) -> None:
+        self.extra_context.saved(uri, text)
+
+    def closed(self, uri: str) -> None:
+        self.completions.document_closed(uri)
+        self.extra_context.closed(uri)
+
+    def shutdown(self) -> None:
+        self.completions.shutdown()
+        self.lane.shutdown()
+
+    # -- stats --------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """The keystroke path's counters and percentiles (``lspInfer/stats``)."""
+        return self.completions.stats.as_json(queue_depth=self.lane.pending)
+
+    def stats_line(self) -> str | None:
+        """A line for the log, or None when nothing was asked since the last one."""
+        stats = self.completions.stats
+        if stats.requests == self._logged_requests:
+            return None
+        self._logged_requests = stats.requests
+        return stats.log_line()
+
+    # -- the model ----------------------------------------------------------------------
+
+    def _start_load(self, settings: ModelSettings) -> None:
+        self._editor.model_status("loading", "loading the model")
+        reporter = _LoadReporter(asyncio.get_running_loop())
+        loading = self.backend.start_load(settings, reporter.from_lane)
+        self._loading = asyncio.ensure_future(self._watch_load(loading, reporter))
+
+    async def _watch_load(self, loading: asyncio.Future[None], reporter: _LoadReporter) -> None:
+        reporter.progress = progress = await self._editor.progress("lsp-infer", "Loading model…")
+        await loading
+        progress.end(self.backend.state)
+        if self.backend.state == "failed":
+            error = self.backend.error or "the model failed to load"
+            self._editor.model_status("failed", error)
+            self._report_model_error(error)
+        elif (loaded := self.backend.loaded) is not None:
+            self.completions.forget_suggestions()
+            self._editor.model_status("ready", f"{loaded.name} ({loaded.template.name})")
+
+    def _report_model_error(self, error: str) -> None:
+        """Tell the user once per distinct failure, not once per keystroke."""
+        if error != self._reported_error:
+            self._reported_error = error
+            self._editor.show(f"lsp-infer: completions are off: {error}", "error")
+
+
+class _LoadReporter:
+    """A model load's progress, from the lane thread to the editor (once it shows one)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.progress: Progress | None = None
+        self.last_decile = -1
+
+    def from_lane(self, done: int, total: int) -> None:
+        percent = done * 100 // max(total, 1)
+        if percent // 10 != self.last_decile:
+            self.last_decile = percent // 10
+            self.loop.call_soon_threadsafe(self._report, percent)
+
+    def _report(self, percent: int) -> None:
+        if self.progress is not None:
+            self.progress.report(percent)

@@ -1,0 +1,106 @@
+"""pygls' protocol with two changes.
+
+* Documents live in the session's own :class:`DocumentStore` (exact LSP line ends,
+  utf-8/16/32 positions, never read from disk) instead of pygls' workspace; their events go
+  to the tiers.
+* A request whose params do not deserialize is answered with InvalidParams; pygls would log
+  it and leave the client waiting forever.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from typing import Any, Protocol, cast
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from lsp_infer.documents import DocumentNotOpen
+from lsp_infer.lsp.convert import first_changed_line, text_changes
+from lsp_infer.session import Session
+
+log = logging.getLogger(__name__)
+
+
+class _AlreadyAnswered:
+    """Stands in for a request that failed to deserialize and was answered with an error."""
+
+    jsonrpc = "2.0"
+
+
+_ALREADY_ANSWERED = _AlreadyAnswered()
+
+
+class DocumentListener(Protocol):
+    """What the protocol tells of document events (the server, which tells the tiers)."""
+
+    session: Session
+
+    def document_opened(self, uri: str, text: str) -> None: ...
+
+    def document_changed(self, uri: str, text: str, line: int | None) -> None: ...
+
+    def document_closed(self, uri: str) -> None: ...
+
+
+class LspInferProtocol(LanguageServerProtocol):
+    @property
+    def _listener(self) -> DocumentListener:
+        return cast(DocumentListener, self._server)
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if "id" in data and "method" in data:
+                message = f"invalid params for {data.get('method')!r}: {exc.__cause__ or exc}"
+                self._send_response(
+                    data["id"], error=JsonRpcInvalidParams(message).to_response_error()
+                )
+                return _ALREADY_ANSWERED
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if message is _ALREADY_ANSWERED:
+            return
+        super().handle_message(message)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(
+        self, params: types.DidOpenTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        doc = params.text_document
+        self._listener.session.documents.open(doc.uri, doc.version, doc.text, doc.language_id)
+        self._listener.document_opened(doc.uri, doc.text)
+        yield from self._user_handler(types.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(
+        self, params: types.DidChangeTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        doc, session = params.text_document, self._listener.session
+        try:
+            snapshot = session.documents.change(
+                doc.uri, doc.version, text_changes(params.content_changes), session.encoding
+            )
+        except DocumentNotOpen:
+            log.warning("didChange for a document that is not open: %s", doc.uri)
+        else:
+            line = first_changed_line(params.content_changes)
+            self._listener.document_changed(doc.uri, snapshot.text, line)
+        yield from self._user_handler(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(
+        self, params: types.DidCloseTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        uri = params.text_document.uri
+        self._listener.session.documents.close(uri)
+        self._listener.document_closed(uri)
+        yield from self._user_handler(types.TEXT_DOCUMENT_DID_CLOSE, params)
+
+    def _user_handler(self, method: str, params: Any) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(method)) is not None:
+            yield handler, (params,), None

@@ -1,0 +1,285 @@
+"""The language server: pygls wiring, the settings flow, and thin handlers.
+
+The server is the composition root: it owns the session (documents, policy, encoding), the
+editor facade, and the two tiers — the local keystroke path and the team tier — and routes
+each request to one of them. Handlers resolve a snapshot and call plain code; LSP types stop
+here, in protocol.py, convert.py and client.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
+from pygls.lsp.server import LanguageServer
+
+from lsp_infer import __version__
+from lsp_infer.config import load_settings
+from lsp_infer.documents import DocumentNotOpen
+from lsp_infer.local.tier import LocalTier
+from lsp_infer.lsp.client import LspEditor
+from lsp_infer.lsp.convert import (
+    DEBUG_DOCUMENT_METHOD,
+    REFACTOR_FILE,
+    REFACTOR_FILES,
+    SECTION,
+    STATS_METHOD,
+    code_action,
+    completion_list,
+    encoding_from,
+    inline_completion_list,
+    position,
+    refactor_arguments,
+)
+from lsp_infer.lsp.protocol import LspInferProtocol
+from lsp_infer.positions import PositionError, position_at
+from lsp_infer.session import Session
+from lsp_infer.team.commands import TeamCommands
+from lsp_infer.team.completions import TeamCompletions
+
+log = logging.getLogger(__name__)
+
+
+class LspInferServer(LanguageServer):
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        super().__init__(
+            "lsp-infer",
+            __version__,
+            protocol_cls=LspInferProtocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.env = dict(os.environ if env is None else env)
+        self.session = Session(self._workspace_roots)
+        self.editor = LspEditor(self, self.session)
+        self.local = LocalTier(self.session, self.editor)
+        self.team = TeamCommands(self.session, self.editor)
+        self.team_completions = TeamCompletions(self.session, self.team.refactorer.client)
+        self.settings, _problems = load_settings(None, self.env)
+        self._init_options: Any = None
+        self._shown_problems: list[str] = []
+        self._stats_task: asyncio.Future[None] | None = None
+
+    def _workspace_roots(self) -> list[str]:
+        workspace = self.workspace
+        roots = [folder.uri for folder in workspace.folders.values()]
+        return roots if roots or not workspace.root_uri else [workspace.root_uri]
+
+    # -- settings -------------------------------------------------------------------
+
+    def apply_settings(self, raw: Any) -> None:
+        """New settings from the client; the tiers take what they need (the model reloads if
+        its settings changed)."""
+        settings, problems = load_settings(raw, self.env)
+        if problems and problems != self._shown_problems:
+            self._shown_problems = problems
+            self.editor.show(
+                "lsp-infer: some settings were not valid and use their defaults: "
+                + "; ".join(problems),
+                "warning",
+            )
+        self.settings = settings
+        logging.getLogger("lsp_infer").setLevel(settings.log_level.upper())
+        self.session.exclude = tuple(settings.exclude)
+        self.team.settings = settings.team
+        self.local.configure(settings)
+
+    async def pull_settings(self) -> None:
+        """Ask the client for the ``lspInfer`` section, if it supports workspace/configuration."""
+        workspace_caps = self.client_capabilities.workspace
+        if not (workspace_caps and workspace_caps.configuration):
+            self.apply_settings(self._init_options)
+            return
+        try:
+            result = await asyncio.wait_for(
+                self.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+                ),
+                timeout=10,
+            )
+        except (asyncio.TimeoutError, JsonRpcException) as exc:
+            log.warning("workspace/configuration failed (%s); using initializationOptions", exc)
+            result = None
+        pulled = result[0] if result else None
+        # An empty object is a real answer (the user cleared every setting); null is not.
+        self.apply_settings(pulled if pulled is not None else self._init_options)
+
+    # -- documents (from LspInferProtocol) ---------------------------------------------
+
+    def document_opened(self, uri: str, text: str) -> None:
+        self.local.opened(uri, text)
+
+    def document_changed(self, uri: str, text: str, line: int | None) -> None:
+        # Stops the document's generation unless this edit continues it, and any refactor in
+        # flight for it (its result would be for an old version).
+        self.local.changed(uri, text, line)
+        self.team.document_changed(uri)
+
+    def document_closed(self, uri: str) -> None:
+        self.local.closed(uri)
+
+    # -- completion -----------------------------------------------------------------
+
+    async def suggest(
+        self, uri: str, at: types.Position, explicit: bool = False
+    ) -> tuple[str, types.Position]:
+        """The suggestion at a position, and the position it applies to (clamped to the line).
+
+        Routing: an explicitly invoked request may go to the team model (team.completions,
+        with the local model as the fallback); everything typed stays local."""
+        encoding = self.session.encoding
+        try:
+            snapshot = self.session.documents.get(uri)
+            offset = snapshot.offset_at(at.line, at.character, encoding)
+        except (DocumentNotOpen, PositionError) as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
+        where = position(*position_at(snapshot.text, offset, encoding, starts=snapshot.starts))
+        if not self.settings.completion.enabled or self.session.policy().excluded(uri):
+            return "", where  # off, or an excluded file (secrets never enter a prompt)
+        if explicit:
+            settings = self.settings
+            team_text = await self.team_completions.suggest(
+                uri, snapshot.text, offset, settings.team, settings.completion
+            )
+            if team_text:
+                return team_text, where
+        return await self.local.suggest(snapshot, offset, explicit), where
+
+    # -- plumbing -------------------------------------------------------------------
+
+    def start_stats_log(self, every_seconds: float = 60.0) -> None:
+        """A stats line in the log every minute the server is being used."""
+
+        async def log_periodically() -> None:
+            while True:
+                await asyncio.sleep(every_seconds)
+                if (line := self.local.stats_line()) is not None:
+                    log.info("stats: %s", line)
+
+        self._stats_task = asyncio.ensure_future(log_periodically())
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # pygls would pop up a message for every malformed frame; the log is enough.
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    def stop(self) -> None:
+        if self._stats_task is not None:
+            self._stats_task.cancel()
+        self.local.shutdown()
+
+    async def close_team(self) -> None:
+        await self.team.refactorer.aclose()
+
+
+def _one(arguments: tuple[Any, ...]) -> Any:
+    return arguments[0] if len(arguments) == 1 else None
+
+
+def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
+    server = LspInferServer(env)
+    _register_lifecycle(server)
+    _register_completions(server)
+    _register_team(server)
+    return server
+
+
+def _register_lifecycle(server: LspInferServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: LspInferServer, params: types.InitializeParams) -> None:
+        ls.session.encoding = encoding_from(ls.workspace.position_encoding)
+        ls._init_options = params.initialization_options
+        # Start loading the model now with initializationOptions (initialize itself
+        # returns at once); settings pulled in `initialized` reload it only if they differ.
+        ls.apply_settings(ls._init_options)
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: LspInferServer, params: types.InitializedParams) -> None:
+        ls.editor.client_initialized()
+        ls.start_stats_log()
+        await ls.pull_settings()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: LspInferServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        pushed = params.settings
+        if isinstance(pushed, Mapping) and SECTION in pushed:
+            ls.apply_settings(pushed[SECTION])
+        else:
+            await ls.pull_settings()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: LspInferServer, params: types.DidSaveTextDocumentParams) -> None:
+        snapshot = ls.session.documents.find(params.text_document.uri)
+        if snapshot is not None:
+            ls.local.saved(snapshot.uri, snapshot.text)
+
+    @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def progress_cancel(ls: LspInferServer, params: types.WorkDoneProgressCancelParams) -> None:
+        ls.editor.progress_cancelled(str(params.token))
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: LspInferServer, params: Any) -> None:
+        ls.stop()
+        await ls.close_team()
+
+
+def _register_completions(server: LspInferServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def inline_completion(
+        ls: LspInferServer, params: types.InlineCompletionParams
+    ) -> types.InlineCompletionList:
+        explicit = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+        text, where = await ls.suggest(params.text_document.uri, params.position, explicit)
+        return inline_completion_list(text, where)
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())
+    async def completion(
+        ls: LspInferServer, params: types.CompletionParams
+    ) -> types.CompletionList:
+        context = params.context
+        explicit = (
+            context is not None and context.trigger_kind == types.CompletionTriggerKind.Invoked
+        )
+        text, where = await ls.suggest(params.text_document.uri, params.position, explicit)
+        return completion_list(text, where)
+
+    @server.feature(DEBUG_DOCUMENT_METHOD)
+    def debug_document(ls: LspInferServer, params: Any) -> dict[str, Any]:
+        if not ls.settings.debug:
+            raise JsonRpcInvalidRequest(f"{DEBUG_DOCUMENT_METHOD} needs the debug setting")
+        uri = getattr(params, "uri", None)
+        snapshot = ls.session.documents.find(uri) if isinstance(uri, str) else None
+        if snapshot is None:
+            raise JsonRpcInvalidParams(f"document is not open: {uri}")
+        return {"uri": snapshot.uri, "version": snapshot.version, "text": snapshot.text}
+
+    @server.feature(STATS_METHOD)
+    def stats(ls: LspInferServer, params: Any) -> dict[str, Any]:
+        return ls.local.stats()
+
+
+def _register_team(server: LspInferServer) -> None:
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.RefactorRewrite]),
+    )
+    def code_actions(ls: LspInferServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        only = params.context.only
+        if only and not any(str(kind).startswith("refactor") for kind in only):
+            return []
+        return [code_action(ls.team.offer(params.text_document.uri))]
+
+    @server.command(REFACTOR_FILE)
+    async def refactor_file(ls: LspInferServer, *arguments: Any) -> dict[str, Any]:
+        uris, instruction = refactor_arguments(_one(arguments), batch=False)
+        return await ls.team.refactor(uris, instruction)
+
+    @server.command(REFACTOR_FILES)
+    async def refactor_files(ls: LspInferServer, *arguments: Any) -> dict[str, Any]:
+        uris, instruction = refactor_arguments(_one(arguments), batch=True)
+        return await ls.team.refactor(uris, instruction)

@@ -1,0 +1,203 @@
+"""The layout's rules, checked on the real tree (ARCHITECTURE.md, "Architecture invariants").
+
+* Only the protocol edge (``lsp_infer/lsp/``) imports pygls or lsprotocol.
+* The local tier never imports the team tier, nor the other way round; neither imports the
+  protocol edge.
+* The core and the shared modules import neither tier nor the edge.
+* Nothing imports the entry points (cli, doctor) but ``__main__``.
+* No import cycles, counting every import (in functions and under TYPE_CHECKING too).
+* No function is longer than 60 lines, but the argparse table.
+
+Each rule is also checked against a small made-up tree that breaks it, so a checker that
+cannot fail would fail here.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "lsp_infer"
+PROTOCOL_LIBRARIES = ("pygls", "lsprotocol")
+ENTRY_POINTS = ("lsp_infer.cli", "lsp_infer.doctor", "lsp_infer.__main__")
+MAX_FUNCTION_LINES = 60
+LONG_ALLOWED = {"lsp_infer.cli.build_parser"}  # a declarative table of arguments
+
+Imports = Mapping[str, set[str]]  # module → the modules (any package) it imports
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if module in ENTRY_POINTS:
+        return "entry"
+    if len(parts) > 2 and parts[1] in ("lsp", "local", "team", "core"):
+        return parts[1]
+    return "shared"
+
+
+# Which layers each layer may import (its own included).
+ALLOWED = {
+    "entry": {"entry", "lsp", "local", "team", "core", "shared"},
+    "lsp": {"lsp", "local", "team", "core", "shared"},
+    "local": {"local", "core", "shared"},
+    "team": {"team", "core", "shared"},
+    "core": {"core", "shared"},
+    "shared": {"shared"},
+}
+
+
+def module_name(path: Path, root: Path) -> str:
+    relative = path.relative_to(root.parent).with_suffix("")
+    parts = list(relative.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(source: str, modules: Iterable[str]) -> set[str]:
+    """Every module ``source`` imports, anywhere in it; ``from package import name`` counts as
+    the submodule when there is one."""
+    known = set(modules)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if submodule in known else node.module)
+    return found
+
+
+def project_imports(root: Path = PACKAGE) -> dict[str, set[str]]:
+    paths = sorted(root.rglob("*.py"))
+    names = [module_name(path, root) for path in paths]
+    return {
+        name: imports_of(path.read_text(encoding="utf-8"), names)
+        for name, path in zip(names, paths, strict=True)
+    }
+
+
+def layer_violations(imports: Imports) -> list[str]:
+    problems = []
+    for module, imported in sorted(imports.items()):
+        for target in sorted(imported):
+            top = target.split(".")[0]
+            if top in PROTOCOL_LIBRARIES and layer(module) != "lsp":
+                problems.append(f"{module} imports {target}: only lsp_infer/lsp/ may")
+            if top != "lsp_infer" or target == "lsp_infer":
+                continue
+            if layer(target) not in ALLOWED[layer(module)]:
+                problems.append(
+                    f"{module} ({layer(module)}) imports {target} ({layer(target)})"
+                )
+    return problems
+
+
+def cycles(imports: Imports) -> list[list[str]]:
+    """Import cycles among the project's modules (each found once, from its first module)."""
+    graph = {m: sorted(t for t in targets if t in imports and t != m) for m, targets in
+             imports.items()}  # fmt: skip
+    found: list[list[str]] = []
+    state: dict[str, str] = {}  # "open" while on the path, "done" after
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for target in graph[module]:
+            if state.get(target) == "open":
+                found.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    return found
+
+
+def long_functions(root: Path = PACKAGE) -> list[str]:
+    problems = []
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(path, root)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                name = f"{module}.{node.name}"
+                if length > MAX_FUNCTION_LINES and name not in LONG_ALLOWED:
+                    problems.append(f"{name}: {length} lines")
+    return problems
+
+
+# -- the real tree --------------------------------------------------------------------------
+
+
+def test_the_tree_has_the_four_layers() -> None:
+    layers = {layer(module) for module in project_imports()}
+    assert layers == {"entry", "lsp", "local", "team", "core", "shared"}
+
+
+def test_the_layers_import_only_what_they_may() -> None:
+    assert layer_violations(project_imports()) == []
+
+
+def test_there_are_no_import_cycles() -> None:
+    assert cycles(project_imports()) == []
+
+
+def test_no_function_is_longer_than_60_lines() -> None:
+    assert long_functions() == []
+
+
+# -- the checkers catch what they should ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("imports", "expected"),
+    [
+        ({"lsp_infer.local.a": {"lsp_infer.team.b"}}, "(local) imports lsp_infer.team.b (team)"),
+        ({"lsp_infer.team.b": {"lsp_infer.local.a"}}, "(team) imports lsp_infer.local.a (local)"),
+        ({"lsp_infer.local.a": {"lsp_infer.lsp.server"}}, "(local) imports lsp_infer.lsp"),
+        ({"lsp_infer.core.w": {"lsp_infer.local.a"}}, "(core) imports lsp_infer.local.a"),
+        ({"lsp_infer.session": {"lsp_infer.core.w"}}, "(shared) imports lsp_infer.core.w"),
+        ({"lsp_infer.team.b": {"lsprotocol.types"}}, "only lsp_infer/lsp/ may"),
+        ({"lsp_infer.config": {"pygls.server"}}, "only lsp_infer/lsp/ may"),
+        ({"lsp_infer.lsp.server": {"lsp_infer.cli"}}, "(lsp) imports lsp_infer.cli (entry)"),
+    ],
+)
+def test_a_broken_layer_rule_is_reported(imports: Imports, expected: str) -> None:
+    problems = layer_violations(imports)
+    assert len(problems) == 1 and expected in problems[0], problems
+
+
+def test_allowed_imports_are_not_reported() -> None:
+    imports = {
+        "lsp_infer.lsp.server": {"lsp_infer.local.tier", "lsp_infer.team.commands", "pygls"},
+        "lsp_infer.local.tier": {"lsp_infer.core.engine", "lsp_infer.session"},
+        "lsp_infer.cli": {"lsp_infer.lsp.server"},
+        "lsp_infer.__main__": {"lsp_infer.cli"},
+    }
+    assert layer_violations(imports) == []
+
+
+def test_a_cycle_is_reported() -> None:
+    imports = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(imports) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_a_long_function_is_reported(tmp_path: Path) -> None:
+    package = tmp_path / "lsp_infer"
+    package.mkdir()
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (package / "long.py").write_text(f"def too_long():\n{body}\n\ndef short():\n    pass\n")
+    assert long_functions(package) == [f"lsp_infer.long.too_long: {MAX_FUNCTION_LINES + 1} lines"]
+
+
+def test_from_package_import_submodule_names_the_submodule() -> None:
+    source = "from lsp_infer.core import window\nfrom lsp_infer.core.window import fit_window\n"
+    found = imports_of(source, ["lsp_infer.core", "lsp_infer.core.window"])
+    assert found == {"lsp_infer.core.window"}
