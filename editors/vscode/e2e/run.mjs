@@ -1,0 +1,730 @@
+// The extension in a real VS Code (code-server 4.139.1, VS Code 1.139) driven by a real headless
+// Chromium through puppeteer-core, against the real `lsp-infer serve` and its default model.
+//
+// Run by `make vscode-e2e` with the Node 24 that editors/vscode/e2e/install.sh puts in the cache:
+//   LSP_INFER_E2E_INSTALL  the install (default <repo>/.venv/vscode-e2e): node/, app/node_modules/
+//   LSP_INFER_E2E_SERVER   the server executable (default <repo>/.venv/bin/lsp-infer)
+//   LSP_INFER_E2E_CHROMIUM the browser (default /usr/bin/chromium, else chromium-headless-shell)
+//   LSP_INFER_E2E_VSIX     the extension package (default editors/vscode/lsp-infer-<version>.vsix)
+//   LSP_INFER_E2E_RESULTS  screenshots and logs (default editors/vscode/e2e-results, emptied first)
+//
+// Scenarios (each its own code-server, user data, extensions and workspace):
+//   completion   status bar goes ready; typing `    return ` under `def add(a, b):` shows ghost
+//                text; Tab accepts it; Ctrl+S saves; the file on disk has more than was typed; the
+//                status bar shows the suggestion's latency; the lsp-infer output channel shows the
+//                server's start and its model.
+//   bad-command  lspInfer.server.command points at a file that does not exist: the status bar
+//                item turns to its error state and says why, an error notification says the
+//                server was not found, and the output channel has the same error.
+// Any failed check ends the run with exit status 1, a `FAIL` line naming the check, and a
+// screenshot of that moment; every run leaves its screenshots and logs in the results folder.
+
+import { spawn, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const EXTENSION_DIR = path.resolve(HERE, '..');
+const REPO = path.resolve(EXTENSION_DIR, '..', '..');
+const INSTALL = path.resolve(process.env.LSP_INFER_E2E_INSTALL || path.join(REPO, '.venv', 'vscode-e2e'));
+const SERVER = path.resolve(process.env.LSP_INFER_E2E_SERVER || path.join(REPO, '.venv', 'bin', 'lsp-infer'));
+const RESULTS = path.resolve(process.env.LSP_INFER_E2E_RESULTS || path.join(EXTENSION_DIR, 'e2e-results'));
+const VERSION = JSON.parse(fs.readFileSync(path.join(EXTENSION_DIR, 'package.json'), 'utf8')).version;
+const VSIX = path.resolve(process.env.LSP_INFER_E2E_VSIX || path.join(EXTENSION_DIR, `lsp-infer-${VERSION}.vsix`));
+const CHROMIUM =
+  process.env.LSP_INFER_E2E_CHROMIUM ||
+  ['/usr/bin/chromium', '/usr/bin/chromium-headless-shell'].find((file) => fs.existsSync(file)) ||
+  '/usr/bin/chromium';
+const CODE_SERVER = path.join(INSTALL, 'app', 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+const EXTENSION_ID = 'lsp-infer.lsp-infer';
+
+// Generous: two cores, shared. Speed is not what is tested.
+const SECONDS = 1000;
+const T_CODE_SERVER = 120 * SECONDS;
+const T_WORKBENCH = 120 * SECONDS;
+const T_MODEL_READY = 300 * SECONDS;
+const T_GHOST_TEXT = 120 * SECONDS;
+const T_UI = 30 * SECONDS;
+
+const FILE_TEXT = '"""Small arithmetic helpers."""\n\n\ndef add(a, b):\n';
+const TYPED = '    return ';
+
+const require = createRequire(path.join(INSTALL, 'app', 'package.json'));
+
+// -- plumbing ------------------------------------------------------------------------------
+
+const started = Date.now();
+function log(message) {
+  const line = `[e2e ${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s] ${message}`;
+  console.log(line);
+  fs.appendFileSync(path.join(RESULTS, 'e2e.log'), line + '\n');
+}
+
+class CheckFailed extends Error {}
+
+function check(condition, message) {
+  if (!condition) {
+    throw new CheckFailed(message);
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `probe` until it returns a truthy value; fails with `what` after `timeoutMs`. */
+async function waitFor(what, timeoutMs, probe, intervalMs = 250) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      last = await probe();
+    } catch (error) {
+      if (error instanceof CheckFailed) {
+        throw error; // a definite failure seen by the probe: no point in waiting
+      }
+      last = undefined;
+      if (Date.now() > deadline) {
+        throw new CheckFailed(`timed out after ${timeoutMs / 1000} s waiting for ${what} (last error: ${error.message})`);
+      }
+    }
+    if (last) {
+      return last;
+    }
+    if (Date.now() > deadline) {
+      throw new CheckFailed(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+    }
+    await sleep(intervalMs);
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function preflight() {
+  const problems = [];
+  if (!fs.existsSync(CODE_SERVER)) {
+    problems.push(`code-server is not installed at ${CODE_SERVER} (run: make vscode-e2e, which runs editors/vscode/e2e/install.sh)`);
+  }
+  if (!fs.existsSync(CHROMIUM)) {
+    problems.push(`no Chromium at ${CHROMIUM} (Debian: apt-get install chromium; or set LSP_INFER_E2E_CHROMIUM)`);
+  }
+  if (!fs.existsSync(SERVER)) {
+    problems.push(`no lsp-infer server at ${SERVER} (run: make .venv/.test-installed; or set LSP_INFER_E2E_SERVER)`);
+  }
+  if (!fs.existsSync(VSIX)) {
+    problems.push(`no extension package at ${VSIX} (run: make vscode)`);
+  }
+  try {
+    require.resolve('puppeteer-core');
+  } catch {
+    problems.push(`puppeteer-core is not installed under ${path.join(INSTALL, 'app')} (run: make vscode-e2e)`);
+  }
+  if (problems.length > 0) {
+    for (const problem of problems) {
+      console.error(`FAIL: ${problem}`);
+    }
+    process.exit(1);
+  }
+}
+
+// -- one VS Code ---------------------------------------------------------------------------
+
+/** A code-server with its own user data, extensions and workspace, and a browser page on it. */
+class VSCode {
+  constructor(name, settings) {
+    this.name = name;
+    this.settings = settings;
+    this.root = fs.mkdtempSync(path.join(os.tmpdir(), `lspinfer-vscode-${name}-`));
+    this.userData = path.join(this.root, 'user-data');
+    this.extensions = path.join(this.root, 'extensions');
+    this.workspace = path.join(this.root, 'workspace');
+    this.shots = 0;
+  }
+
+  async start(browserModule) {
+    fs.mkdirSync(this.workspace, { recursive: true });
+    const settingsText = JSON.stringify(this.settings, null, 2);
+    // User settings, and the same as the server machine's settings: in code-server the window is
+    // a remote one, where machine-scoped settings (lspInfer.server.*) come from Machine/.
+    for (const dir of ['User', 'Machine']) {
+      fs.mkdirSync(path.join(this.userData, dir), { recursive: true });
+      fs.writeFileSync(path.join(this.userData, dir, 'settings.json'), settingsText);
+    }
+    fs.writeFileSync(path.join(this.root, 'config.yaml'), 'auth: none\ncert: false\n');
+    fs.writeFileSync(path.join(RESULTS, `${this.name}-settings.json`), settingsText);
+
+    const common = ['--config', path.join(this.root, 'config.yaml'), '--user-data-dir', this.userData, '--extensions-dir', this.extensions];
+    log(`${this.name}: installing ${path.relative(REPO, VSIX)} into ${this.extensions}`);
+    const install = spawnSync(process.execPath, [CODE_SERVER, ...common, '--install-extension', VSIX], {
+      env: this.env(),
+      encoding: 'utf8',
+      timeout: 120 * SECONDS,
+    });
+    fs.writeFileSync(path.join(RESULTS, `${this.name}-install-extension.log`), `${install.stdout}\n${install.stderr}`);
+    check(install.status === 0, `code-server --install-extension exited with ${install.status} ${install.signal ?? ''}: ${install.stderr}`);
+    const installed = fs.readdirSync(this.extensions).filter((entry) => entry.startsWith(`${EXTENSION_ID}-`));
+    check(installed.length === 1, `the extension is not in ${this.extensions} after --install-extension (found: ${fs.readdirSync(this.extensions)})`);
+    log(`${this.name}: installed ${installed[0]}`);
+
+    this.port = await freePort();
+    const logFile = path.join(RESULTS, `${this.name}-code-server.log`);
+    this.logFd = fs.openSync(logFile, 'w');
+    this.process = spawn(
+      process.execPath,
+      [
+        CODE_SERVER,
+        ...common,
+        '--auth', 'none',
+        '--bind-addr', `127.0.0.1:${this.port}`,
+        '--disable-telemetry',
+        '--disable-update-check',
+        '--disable-workspace-trust',
+        '--disable-getting-started-override',
+        '--ignore-last-opened',
+        this.workspace,
+      ],
+      { env: this.env(), stdio: ['ignore', this.logFd, this.logFd], detached: true },
+    ); // prettier-ignore
+    this.exited = new Promise((resolve) => this.process.once('exit', (code, signal) => resolve(`${code ?? signal}`)));
+    log(`${this.name}: code-server pid ${this.process.pid} on 127.0.0.1:${this.port} (log: ${path.relative(REPO, logFile)})`);
+    await waitFor(`code-server to answer on 127.0.0.1:${this.port} (see ${logFile})`, T_CODE_SERVER, async () => {
+      if (this.process.exitCode !== null || this.process.signalCode !== null) {
+        throw new CheckFailed(`code-server exited (${await this.exited}): see ${logFile}`);
+      }
+      const response = await fetch(`http://127.0.0.1:${this.port}/healthz`);
+      return response.ok;
+    }, 500);
+
+    this.browser = await browserModule.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      userDataDir: path.join(this.root, 'chromium'),
+      defaultViewport: { width: 1400, height: 900 },
+      // As the machine notes say works here: no sandbox as root, no GPU, no network but loopback.
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-dev-shm-usage',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+      protocolTimeout: 180 * SECONDS,
+    });
+    this.page = await this.browser.newPage();
+    const consoleLog = path.join(RESULTS, `${this.name}-browser-console.log`);
+    fs.writeFileSync(consoleLog, '');
+    this.page.on('console', (message) => fs.appendFileSync(consoleLog, `[${message.type()}] ${message.text()}\n`));
+    this.page.on('pageerror', (error) => fs.appendFileSync(consoleLog, `[pageerror] ${error.message}\n`));
+    const url = `http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(this.workspace)}`;
+    log(`${this.name}: opening ${url} in ${CHROMIUM}`);
+    await this.page.goto(url, { waitUntil: 'domcontentloaded', timeout: T_WORKBENCH });
+    await this.page.waitForSelector('.monaco-workbench .part.statusbar', { timeout: T_WORKBENCH });
+    log(`${this.name}: the workbench is up`);
+  }
+
+  env() {
+    // The server must not pick up a developer's LSP_INFER_* overrides.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('LSP_INFER_')));
+    env.PATH = `${path.dirname(process.execPath)}${path.delimiter}${env.PATH ?? ''}`;
+    return env;
+  }
+
+  async screenshot(label) {
+    this.shots += 1;
+    const file = path.join(RESULTS, `${this.name}-${String(this.shots).padStart(2, '0')}-${label}.png`);
+    try {
+      await this.page.screenshot({ path: file });
+      log(`${this.name}: screenshot ${path.relative(REPO, file)}`);
+    } catch (error) {
+      log(`${this.name}: no screenshot ${label}: ${error.message}`);
+    }
+    return file;
+  }
+
+  // -- the status bar item ------------------------------------------------------------------
+
+  /** The extension's status bar item: its text, its icons, its background, or undefined. */
+  async statusItem() {
+    return this.page.evaluate(() => {
+      const item = [...document.querySelectorAll('.part.statusbar .statusbar-item')].find((el) =>
+        (el.id || '').endsWith('lspInfer.status'),
+      );
+      if (!item) {
+        return undefined;
+      }
+      const label = item.querySelector('.statusbar-item-label') ?? item;
+      const icons = [...item.querySelectorAll('.codicon')].flatMap((icon) =>
+        [...icon.classList].filter((c) => c.startsWith('codicon-') && c !== 'codicon-modifier-spin'),
+      );
+      return {
+        id: item.id,
+        text: label.textContent.trim(),
+        ariaLabel: label.getAttribute('aria-label') ?? '',
+        icons,
+        hasBackground: item.classList.contains('has-background-color'),
+        background: getComputedStyle(item).backgroundColor,
+      };
+    });
+  }
+
+  /** Hovers the status bar item and returns its tooltip's text. */
+  async statusTooltip() {
+    const handle = await this.page.waitForSelector('.part.statusbar .statusbar-item[id$="lspInfer.status"]', { timeout: T_UI });
+    await this.page.mouse.move(5, 5);
+    await sleep(300);
+    await handle.hover();
+    const text = await waitFor('the status bar item tooltip', T_UI, () =>
+      this.page.evaluate(() => {
+        const hover = [...document.querySelectorAll('.workbench-hover, .monaco-hover')].find((el) => /lsp-infer/.test(el.textContent));
+        return hover ? hover.textContent.trim() : undefined;
+      }),
+    );
+    await this.page.mouse.move(700, 300);
+    return text;
+  }
+
+  // -- the editor ---------------------------------------------------------------------------
+
+  async runCommand(title) {
+    await this.page.keyboard.press('F1');
+    const input = await this.page.waitForSelector('.quick-input-widget .quick-input-box input', { visible: true, timeout: T_UI });
+    await input.type(title, { delay: 20 });
+    await waitFor(`"${title}" in the command palette`, T_UI, () =>
+      this.page.evaluate(
+        (title) =>
+          [...document.querySelectorAll('.quick-input-list .monaco-list-row')].some((row) =>
+            (row.getAttribute('aria-label') || row.textContent).includes(title),
+          ),
+        title,
+      ),
+    );
+    await this.page.keyboard.press('Enter');
+    await this.page.waitForSelector('.quick-input-widget', { hidden: true, timeout: T_UI });
+  }
+
+  async openFile(name) {
+    await this.page.keyboard.down('Control');
+    await this.page.keyboard.press('KeyP');
+    await this.page.keyboard.up('Control');
+    const input = await this.page.waitForSelector('.quick-input-widget .quick-input-box input', { visible: true, timeout: T_UI });
+    await input.type(name, { delay: 20 });
+    await waitFor(`${name} in quick open`, T_UI, () =>
+      this.page.evaluate(
+        (name) => [...document.querySelectorAll('.quick-input-list .monaco-list-row')].some((row) => row.textContent.includes(name)),
+        name,
+      ),
+    );
+    await this.page.keyboard.press('Enter');
+    await waitFor(`an editor tab for ${name}`, T_UI, () =>
+      this.page.evaluate(
+        (name) => [...document.querySelectorAll('.tabs-container .tab.active')].some((tab) => tab.textContent.includes(name)),
+        name,
+      ),
+    );
+    await this.page.waitForSelector('.editor-group-container.active .monaco-editor .view-lines', { visible: true, timeout: T_UI });
+  }
+
+  /**
+   * Ghost text in the active editor, or undefined when none is shown: `inline` is the part
+   * shown after the cursor on its line (Monaco's `.ghost-text-decoration` spans, one per
+   * syntax token), `below` the lines shown under it (`.ghost-text` view zone), if any.
+   */
+  async ghostText() {
+    return this.page.evaluate(() => {
+      const editor = document.querySelector('.editor-group-container.active .monaco-editor');
+      if (!editor) {
+        return undefined;
+      }
+      const visible = (el) => !el.closest('.ghost-text-hidden');
+      const spans = [...editor.querySelectorAll('.view-lines .ghost-text-decoration, .view-lines .ghost-text-decoration-preview')].filter(visible);
+      const zones = [...editor.querySelectorAll('.ghost-text')].filter(visible);
+      if (spans.length === 0 && zones.length === 0) {
+        return undefined;
+      }
+      const clean = (text) => text.replace(/\u00a0/g, ' ');
+      const lines = new Map();
+      for (const span of spans) {
+        const line = span.closest('.view-line');
+        lines.set(line, (lines.get(line) ?? '') + clean(span.textContent));
+      }
+      const below = zones.flatMap((zone) => {
+        const rows = [...zone.querySelectorAll('.view-line')];
+        return rows.length > 0 ? rows.map((row) => clean(row.textContent)) : [clean(zone.textContent)];
+      });
+      return {
+        inline: [...lines.values()].join('\n'),
+        below,
+        classes: [...new Set([...spans, ...zones].map((el) => el.className))],
+      };
+    });
+  }
+
+  /** The visible lines of the output panel's editor, and the channel it shows. */
+  async outputView() {
+    return this.page.evaluate(() => {
+      const panel = document.querySelector('.part.panel');
+      if (!panel) {
+        return undefined;
+      }
+      const view = panel.querySelector('.output-view, .monaco-editor');
+      if (!view) {
+        return undefined;
+      }
+      const lines = [...panel.querySelectorAll('.monaco-editor .view-line')]
+        .map((line) => ({ top: parseFloat(line.style.top || '0'), text: line.textContent }))
+        .sort((a, b) => a.top - b.top)
+        .map((line) => line.text.replace(/\u00a0/g, ' '));
+      const select = panel.querySelector('select.monaco-select-box');
+      const channel = select ? select.options[select.selectedIndex]?.text : undefined;
+      const selectTitle = [...panel.querySelectorAll('.monaco-select-box')].map((el) => el.getAttribute('title') || el.textContent).join(' ');
+      return { channel: channel ?? selectTitle, lines };
+    });
+  }
+
+  /** The extension's output channel log file, written by VS Code under the user data dir. */
+  channelLogFile() {
+    const found = [];
+    const walk = (dir) => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) {
+          walk(full);
+        } else if (/lsp-infer\.log$/.test(entry.name)) {
+          found.push(full);
+        }
+      }
+    };
+    walk(path.join(this.userData, 'logs'));
+    return found[0];
+  }
+
+  async collectLogs() {
+    const file = fs.existsSync(path.join(this.userData, 'logs')) ? this.channelLogFile() : undefined;
+    if (file) {
+      fs.copyFileSync(file, path.join(RESULTS, `${this.name}-output-channel.log`));
+    }
+    return file;
+  }
+
+  /** After a failed check: a screenshot, the logs, and the output channel's last lines. */
+  async failed() {
+    if (this.page) {
+      await this.screenshot('FAILED');
+    }
+    const file = await this.collectLogs().catch(() => undefined);
+    if (file) {
+      const lines = fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-15);
+      log(`${this.name}: the lsp-infer output channel's last lines:\n    ${lines.join('\n    ')}`);
+    } else {
+      log(`${this.name}: no lsp-infer output channel log (did the extension activate?)`);
+    }
+  }
+
+  async stop() {
+    await this.browser?.close().catch(() => undefined);
+    if (this.process && this.process.exitCode === null && this.process.signalCode === null) {
+      try {
+        process.kill(-this.process.pid, 'SIGTERM'); // its group: the extension host and lsp-infer serve too
+      } catch {
+        /* gone */
+      }
+      const done = await Promise.race([this.exited, sleep(10 * SECONDS).then(() => undefined)]);
+      if (done === undefined) {
+        try {
+          process.kill(-this.process.pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+    }
+    if (this.logFd !== undefined) {
+      fs.closeSync(this.logFd);
+    }
+    if (!process.env.LSP_INFER_E2E_KEEP) {
+      fs.rmSync(this.root, { recursive: true, force: true });
+    }
+  }
+}
+
+function baseSettings(extra) {
+  return {
+    // No telemetry, update checks, welcome pages, tips, trust prompts or AI features.
+    'telemetry.telemetryLevel': 'off',
+    'update.mode': 'none',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'extensions.ignoreRecommendations': true,
+    'workbench.startupEditor': 'none',
+    'workbench.welcomePage.walkthroughs.openOnInstall': false,
+    'workbench.tips.enabled': false,
+    'workbench.enableExperiments': false,
+    'security.workspace.trust.enabled': false,
+    'chat.disableAIFeatures': true,
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    'git.enabled': false,
+    // Only inline suggestions: no suggest widget to take the Tab key.
+    'editor.inlineSuggest.enabled': true,
+    'editor.quickSuggestions': { other: 'off', comments: 'off', strings: 'off' },
+    'editor.suggestOnTriggerCharacters': false,
+    'editor.wordBasedSuggestions': 'off',
+    'editor.acceptSuggestionOnEnter': 'off',
+    'files.autoSave': 'off',
+    'files.insertFinalNewline': false,
+    'files.trimTrailingWhitespace': false,
+    ...extra,
+  };
+}
+
+// -- the scenarios -------------------------------------------------------------------------
+
+async function completionScenario(puppeteer) {
+  const vscode = new VSCode('completion', baseSettings({ 'lspInfer.server.command': [SERVER, 'serve'] }));
+  current = vscode;
+  try {
+    await vscode.start(puppeteer);
+    const file = path.join(vscode.workspace, 'arith.py');
+    fs.writeFileSync(file, FILE_TEXT);
+
+    const first = await waitFor('the lsp-infer status bar item', T_WORKBENCH, () => vscode.statusItem());
+    log(`completion: status item ${JSON.stringify(first)}`);
+    const ready = await waitFor('the status bar item to show ready (sparkle icon: the model is loaded)', T_MODEL_READY, async () => {
+      const item = await vscode.statusItem();
+      if (item && item.icons.includes('codicon-error')) {
+        throw new CheckFailed(`the status bar item shows an error: ${JSON.stringify(item)}`);
+      }
+      return item && item.icons.includes('codicon-sparkle') ? item : undefined;
+    }, 500).catch(async (error) => {
+      if (/shows an error/.test(error.message)) {
+        throw error;
+      }
+      throw new CheckFailed(`${error.message}; last status item: ${JSON.stringify(await vscode.statusItem())}`);
+    });
+    log(`completion: status item ready: ${JSON.stringify(ready)}`);
+    check(ready.text.includes('lsp-infer'), `the ready status item's text does not name lsp-infer: ${JSON.stringify(ready.text)}`);
+    check(!ready.hasBackground, `the ready status item has a (warning/error) background: ${JSON.stringify(ready)}`);
+    const tooltip = await vscode.statusTooltip();
+    log(`completion: status tooltip: ${JSON.stringify(tooltip)}`);
+    check(/lsp-infer — Ready: /.test(tooltip), `the status tooltip does not say the model is ready: ${JSON.stringify(tooltip)}`);
+    await vscode.screenshot('ready');
+
+    await vscode.openFile('arith.py');
+    log('completion: arith.py is open');
+    // Click into the text, then go to the end of the file (the empty line under `def add`).
+    await vscode.page.click('.editor-group-container.active .monaco-editor .view-lines');
+    await vscode.page.keyboard.down('Control');
+    await vscode.page.keyboard.press('End');
+    await vscode.page.keyboard.up('Control');
+    await vscode.page.keyboard.type(TYPED, { delay: 80 });
+    log(`completion: typed ${JSON.stringify(TYPED)}; waiting for ghost text`);
+
+    let ghost;
+    try {
+      ghost = await waitFor('ghost text (.ghost-text / .ghost-text-decoration) in the editor', T_GHOST_TEXT, () => vscode.ghostText(), 200);
+    } catch (error) {
+      throw new CheckFailed(`${error.message}; status item: ${JSON.stringify(await vscode.statusItem())}`);
+    }
+    await sleep(500); // let a multi-line suggestion finish rendering
+    ghost = (await vscode.ghostText()) ?? ghost;
+    log(`completion: ghost text shown: ${JSON.stringify(ghost)}`);
+    await vscode.screenshot('ghost-text');
+    check(ghost.inline.trim() !== '', `no ghost text after the cursor (or it holds no text): ${JSON.stringify(ghost)}`);
+
+    await vscode.page.keyboard.press('Tab');
+    await waitFor('the ghost text to go away after Tab', T_UI, async () => (await vscode.ghostText()) === undefined);
+    await vscode.page.keyboard.down('Control');
+    await vscode.page.keyboard.press('KeyS');
+    await vscode.page.keyboard.up('Control');
+    const prefix = FILE_TEXT + TYPED;
+    const saved = await waitFor(`${file} to be saved with more than was typed`, T_UI, () => {
+      const text = fs.readFileSync(file, 'utf8');
+      return text !== FILE_TEXT && text.length > prefix.length ? text : undefined;
+    }).catch((error) => {
+      throw new CheckFailed(`${error.message}; on disk: ${JSON.stringify(fs.readFileSync(file, 'utf8'))}`);
+    });
+    fs.writeFileSync(path.join(RESULTS, 'completion-arith.py'), saved);
+    log(`completion: saved file: ${JSON.stringify(saved)}`);
+    check(saved.startsWith(prefix), `the saved file does not start with the original text and what was typed: ${JSON.stringify(saved)}`);
+    // What Tab inserted is what was shown: the ghost text after the cursor, then the lines below.
+    const inserted = saved.slice(prefix.length);
+    const shown = [ghost.inline, ...ghost.below].join('\n');
+    check(
+      inserted.startsWith(ghost.inline),
+      `the accepted text ${JSON.stringify(inserted)} does not start with the ghost text shown after the cursor ${JSON.stringify(ghost.inline)}`,
+    );
+    check(
+      inserted.trimEnd() === shown.trimEnd(),
+      `the accepted text ${JSON.stringify(inserted)} is not the ghost text shown ${JSON.stringify(shown)}`,
+    );
+    await vscode.screenshot('accepted');
+
+    // The status bar now shows the latency of the suggestion it showed.
+    const after = await waitFor('the status bar item to show a latency after the suggestion', T_UI, async () => {
+      const item = await vscode.statusItem();
+      return item && /lsp-infer \d+(\.\d)? (ms|s)/.test(item.text) ? item : undefined;
+    }).catch(async (error) => {
+      throw new CheckFailed(`${error.message}; status item: ${JSON.stringify(await vscode.statusItem())}`);
+    });
+    log(`completion: status item after the suggestion: ${JSON.stringify(after)}`);
+
+    // The output channel, through the extension's own command.
+    await vscode.runCommand('lsp-infer: Show Output');
+    const output = await waitFor('the lsp-infer output channel in the panel, with the model ready line', T_UI, async () => {
+      const view = await vscode.outputView();
+      return view && view.lines.some((line) => /Model ready: /.test(line)) ? view : undefined;
+    }).catch(async (error) => {
+      throw new CheckFailed(`${error.message}; output view: ${JSON.stringify(await vscode.outputView())}`);
+    });
+    log(`completion: output panel (${output.channel}): ${output.lines.length} visible lines`);
+    check(/lsp-infer/.test(output.channel ?? ''), `the output panel does not show the lsp-infer channel: ${JSON.stringify(output.channel)}`);
+    await vscode.screenshot('output');
+    const channelFile = await vscode.collectLogs();
+    check(channelFile !== undefined, `no lsp-infer output channel log under ${vscode.userData}/logs`);
+    const channel = fs.readFileSync(channelFile, 'utf8');
+    check(channel.includes(`Starting the server: ${SERVER} serve`), `the output channel does not log the server command: ${channel.slice(0, 2000)}`);
+    check(/Model ready: /.test(channel), 'the output channel does not log the model as ready');
+    check(/Settings sent to the server: /.test(channel), 'the output channel does not log the settings sent');
+    check(!/\[error\]/.test(channel), `the output channel has errors:\n${channel.split('\n').filter((l) => /\[error\]/.test(l)).join('\n')}`);
+    log('completion: PASS');
+  } catch (error) {
+    await vscode.failed();
+    throw error;
+  } finally {
+    await vscode.stop();
+  }
+}
+
+async function badCommandScenario(puppeteer) {
+  const missing = path.join(os.tmpdir(), 'lsp-infer-e2e-no-such-dir', 'lsp-infer');
+  const vscode = new VSCode('bad-command', baseSettings({ 'lspInfer.server.command': [missing, 'serve'] }));
+  current = vscode;
+  try {
+    await vscode.start(puppeteer);
+    const error = await waitFor('the status bar item to show its error state', T_WORKBENCH, async () => {
+      const item = await vscode.statusItem();
+      return item && item.icons.includes('codicon-error') ? item : undefined;
+    }).catch(async (err) => {
+      throw new CheckFailed(`${err.message}; status item: ${JSON.stringify(await vscode.statusItem())}`);
+    });
+    log(`bad-command: status item: ${JSON.stringify(error)}`);
+    check(error.hasBackground, `the error status item has no error background: ${JSON.stringify(error)}`);
+
+    const expected = `The lsp-infer language server was not found: \`${missing}\` does not exist (lspInfer.server.command).`;
+    const notification = await waitFor('an error notification saying the server was not found', T_UI, () =>
+      vscode.page.evaluate(() => {
+        const toast = [...document.querySelectorAll('.notifications-toasts .notification-toast')].find((el) =>
+          /language server was not found/.test(el.textContent),
+        );
+        if (!toast) {
+          return undefined;
+        }
+        const message = toast.querySelector('.notification-list-item-message')?.textContent ?? toast.textContent;
+        const buttons = [...toast.querySelectorAll('.monaco-button')].map((b) => b.textContent.trim()).filter((t) => t !== '');
+        const severity = [...toast.querySelectorAll('.notification-list-item-icon')].flatMap((i) => [...i.classList]).join(' ');
+        return { message, buttons, severity };
+      }),
+    );
+    log(`bad-command: notification: ${JSON.stringify(notification)}`);
+    check(notification.message.includes(`lsp-infer: ${expected}`), `the notification does not say ${JSON.stringify(expected)}: ${JSON.stringify(notification.message)}`);
+    check(/codicon-error/.test(notification.severity), `the notification is not an error: ${notification.severity}`);
+    check(
+      notification.buttons.includes('Open Settings') && notification.buttons.includes('Show Output'),
+      `the notification does not offer Open Settings and Show Output: ${JSON.stringify(notification.buttons)}`,
+    );
+    await sleep(1000); // the toast fades in
+    await vscode.screenshot('notification');
+
+    const tooltip = await vscode.statusTooltip();
+    log(`bad-command: status tooltip: ${JSON.stringify(tooltip)}`);
+    check(tooltip.includes(`lsp-infer — The server is not running: ${expected}`), `the status tooltip does not give the reason: ${JSON.stringify(tooltip)}`);
+
+    // The notification's Show Output button opens the channel, which has the same error.
+    const clicked = await vscode.page.evaluate(() => {
+      const toast = [...document.querySelectorAll('.notifications-toasts .notification-toast')].find((el) =>
+        /language server was not found/.test(el.textContent),
+      );
+      const button = toast && [...toast.querySelectorAll('.monaco-button')].find((b) => b.textContent.trim() === 'Show Output');
+      button?.click();
+      return button !== undefined;
+    });
+    check(clicked, 'the notification has no Show Output button to click (it went away?)');
+    const output = await waitFor('the lsp-infer output channel with the error', T_UI, async () => {
+      const view = await vscode.outputView();
+      return view && view.lines.some((line) => line.includes('language server was not found')) ? view : undefined;
+    }).catch(async (err) => {
+      throw new CheckFailed(`${err.message}; output view: ${JSON.stringify(await vscode.outputView())}`);
+    });
+    log(`bad-command: output panel (${output.channel}): ${JSON.stringify(output.lines.filter((l) => l.includes('not found')))}`);
+    await vscode.screenshot('output');
+    const channelFile = await vscode.collectLogs();
+    check(channelFile !== undefined, `no lsp-infer output channel log under ${vscode.userData}/logs`);
+    const channel = fs.readFileSync(channelFile, 'utf8');
+    check(channel.includes(`[error] ${expected}`), `the output channel does not have the error line: ${channel}`);
+    check(!channel.includes('Starting the server:'), 'the extension tried to start a server that does not exist');
+    log('bad-command: PASS');
+  } catch (error) {
+    await vscode.failed();
+    throw error;
+  } finally {
+    await vscode.stop();
+  }
+}
+
+// -- main ----------------------------------------------------------------------------------
+
+let current;
+
+async function main() {
+  fs.rmSync(RESULTS, { recursive: true, force: true });
+  fs.mkdirSync(RESULTS, { recursive: true });
+  preflight();
+  const puppeteer = require('puppeteer-core');
+  const chromiumVersion = spawnSync(CHROMIUM, ['--version'], { encoding: 'utf8' }).stdout.trim();
+  const codeServerVersion = JSON.parse(fs.readFileSync(path.join(path.dirname(CODE_SERVER), '..', '..', 'package.json'), 'utf8')).version;
+  log(`node ${process.version}, code-server ${codeServerVersion}, ${chromiumVersion}, puppeteer-core ${require('puppeteer-core/package.json').version}`);
+  log(`server: ${SERVER} serve; extension: ${path.relative(REPO, VSIX)}; results: ${path.relative(REPO, RESULTS) || RESULTS}`);
+  const only = process.argv.slice(2);
+  const scenarios = [
+    ['completion', completionScenario],
+    ['bad-command', badCommandScenario],
+  ].filter(([name]) => only.length === 0 || only.includes(name));
+  const failures = [];
+  for (const [name, run] of scenarios) {
+    log(`== ${name}`);
+    try {
+      await run(puppeteer);
+    } catch (error) {
+      const reason = error instanceof CheckFailed ? error.message : error.stack;
+      log(`FAIL: ${name}: ${reason}`);
+      failures.push(name);
+    }
+  }
+  log(`results (screenshots, code-server and output channel logs): ${RESULTS}`);
+  if (failures.length > 0) {
+    log(`FAILED: ${failures.join(', ')} (of ${scenarios.length} scenarios)`);
+    process.exit(1);
+  }
+  log(`PASSED: ${scenarios.map(([name]) => name).join(', ')}`);
+}
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, async () => {
+    await current?.stop().catch(() => undefined);
+    process.exit(130);
+  });
+}
+
+await main();
