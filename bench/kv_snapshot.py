@@ -22,7 +22,7 @@ from pathlib import Path
 
 from lsp_infer.config import ModelSettings
 from lsp_infer.local.lane import ModelLane
-from lsp_infer.local.llama_cpp import KvSnapshot, LlamaCppBackend
+from lsp_infer.local.llama_cpp import LlamaCppBackend
 
 
 def main() -> None:
@@ -32,13 +32,13 @@ def main() -> None:
     args = parser.parse_args()
     backend = LlamaCppBackend(ModelLane())
     backend.load_blocking(ModelSettings())
-    llm = backend._llm
+    llm, cache = backend._llm, backend.cache
+    assert cache is not None
     source = Path(textwrap.__file__).read_text(encoding="utf-8")
     tokens = llm.tokenize(source.encode(), add_bos=False)[: args.tokens]
-    empty = KvSnapshot([], b"")
 
     def evaluate() -> float:
-        backend._restore(empty)
+        cache.clear()
         started = time.perf_counter()
         llm.eval(tokens)
         return time.perf_counter() - started
@@ -47,11 +47,11 @@ def main() -> None:
     snapshots, restores = [], []
     for _ in range(args.runs):
         started = time.perf_counter()
-        snapshot = backend._snapshot()
+        snapshot = cache.snapshot()
         snapshots.append(time.perf_counter() - started)
-        backend._restore(empty)
+        cache.clear()
         started = time.perf_counter()
-        backend._restore(snapshot)
+        cache.restore(snapshot)
         restores.append(time.perf_counter() - started)
         assert llm.n_tokens == len(tokens)
     size_mb = len(snapshot.data) / 1e6

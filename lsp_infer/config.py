@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NewType, TypeVar
 
 import cattrs
 
 FIM_TEMPLATES = ("auto", "qwen", "starcoder", "codellama", "deepseek", "codestral", "codegemma")
 LOG_LEVELS = ("error", "warning", "info", "debug")
+# "auto", or a whole number of layers as text (JSON may give either a number or "auto").
+GpuLayers = NewType("GpuLayers", str)
 
 
 def _bounded(default: int, low: int, high: int) -> Any:
@@ -43,6 +45,20 @@ class ModelSettings:
     # Prompt order: "spm" (suffix first) lets a keystroke reuse the KV cache of all but the
     # last few tokens; "auto" uses each template's measured default (see BENCHMARKS.md).
     fim_order: str = _choice("auto", ("auto", "psm", "spm", "spmv"))
+    # Layers offloaded to a GPU: "auto" is all of them where this llama.cpp build can offload
+    # (CUDA, Metal, Vulkan, ROCm), else none; a number asks for that many.
+    gpu_layers: GpuLayers = GpuLayers("auto")
+    # RAM for documents' evaluated prompts (KV states), so switching files does not evaluate
+    # a file's prompt again; 0 keeps none. About 12 KB a token for the default model: 256 MB
+    # holds some twenty files' prompts (BENCHMARKS.md, "Switching files").
+    state_cache_mb: int = _bounded(256, 0, 65536)
+
+    def load_key(self) -> Hashable:
+        """What loading the model depends on (the state cache's bound changes without a
+        reload)."""
+        return tuple(
+            getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "state_cache_mb"
+        )
 
 
 @dataclass(kw_only=True)
@@ -63,6 +79,11 @@ class CompletionSettings:
     # An automatic request waits this long before starting the model; a newer keystroke in
     # that time makes it stale (answered empty) without any model work. 0 turns it off.
     debounce_ms: int = _bounded(50, 0, 2000)
+    # A suggestion whose prompt the model has not evaluated yet (a new file, or a place far
+    # from the last one) gets a window small enough to evaluate in about this long, at the
+    # measured prompt speed; the whole window is evaluated after it is shown. 0: always the
+    # whole window.
+    cold_start_ms: int = _bounded(1500, 0, 60_000)
 
 
 @dataclass(kw_only=True)
@@ -130,6 +151,8 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "LSP_INFER_N_CTX": ("model", "n_ctx"),
     "LSP_INFER_THREADS": ("model", "n_threads"),
     "LSP_INFER_FIM_TEMPLATE": ("model", "fim_template"),
+    "LSP_INFER_GPU_LAYERS": ("model", "gpu_layers"),
+    "LSP_INFER_STATE_CACHE_MB": ("model", "state_cache_mb"),
     "LSP_INFER_MAX_TOKENS": ("completion", "max_tokens"),
     "LSP_INFER_TEAM_URL": ("team", "url"),
     "LSP_INFER_TEAM_API_KEY": ("team", "api_key"),
@@ -177,9 +200,22 @@ def _strict_converter() -> cattrs.Converter:
             return value
         raise ValueError(f"expected a string, got {value!r}")
 
+    def structure_gpu_layers(value: Any, _: type) -> GpuLayers:
+        if value == "auto":
+            return GpuLayers("auto")
+        problem = ValueError(f'expected "auto" or a number of layers (0 or more), got {value!r}')
+        try:
+            layers = structure_int(value, int)
+        except ValueError:
+            raise problem from None
+        if layers < 0:
+            raise problem
+        return GpuLayers(str(layers))
+
     converter.register_structure_hook(bool, structure_bool)
     converter.register_structure_hook(int, structure_int)
     converter.register_structure_hook(str, structure_str)
+    converter.register_structure_hook(GpuLayers, structure_gpu_layers)
     return converter
 
 

@@ -33,6 +33,35 @@ class JobProgress:
     started_at: float | None = None  # monotonic time the backend started the job
     prompt_done_at: float | None = None  # monotonic time the whole prompt was evaluated
     stopped_at: float | None = None  # monotonic time the backend stopped for a cancel
+    # A soft cancel came while the prompt was evaluated, and the backend finished the part of
+    # it that stays valid before stopping (so its stop is late on purpose).
+    finished_stable: bool = False
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """What the scheduler adds to a job besides the text and the settings."""
+
+    # The document the job is for: whose KV state the backend keeps and restores.
+    document: str = ""
+    # Other files' code to put before the file (path, text), least useful first, and its own
+    # token budget; the current file's path names it in repository-format prompts.
+    extra: tuple[tuple[str, str], ...] = ()
+    extra_tokens: int = 0
+    path: str = ""
+    # Background work whose prompt differs from what the cache holds (a new pick of extra
+    # context): if it is stopped before its prompt is evaluated, the backend puts its cache
+    # back as it was, so the next keystroke does not pay for the half-evaluated prompt.
+    keep_cache: bool = False
+    # The prompt up to this offset of the text (the start of the cursor's line when the job
+    # was made) stays valid while the user types on that line: a soft cancel
+    # (CancelReason.TYPED_ON_LINE) lets the backend finish evaluating it first, so the next
+    # keystroke's request starts from there instead of from scratch.
+    stable_before: int = 0
+    # At most this long (at the measured prompt speed) for the part of the prompt the cache
+    # does not hold: a longer one is answered from a smaller window (a cold start), and the
+    # whole window is evaluated afterwards in the background. None: never cut (background).
+    cold_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -48,15 +77,14 @@ class CompletionJob:
     # Called with the text so far after each token; True ends generation early.
     should_stop: Callable[[str], bool] = field(default=lambda _text: False)
     progress: JobProgress = field(default_factory=JobProgress)
-    # Other files' code to put before the file (path, text), least useful first, and its own
-    # token budget; the current file's path names it in repository-format prompts.
+    # The JobOptions fields, flat (see there).
+    document: str = ""
     extra: tuple[tuple[str, str], ...] = ()
     extra_tokens: int = 0
     path: str = ""
-    # Background work whose prompt differs from what the cache holds (a new pick of extra
-    # context): if it is stopped before its prompt is evaluated, the backend puts its cache
-    # back as it was, so the next keystroke does not pay for the half-evaluated prompt.
     keep_cache: bool = False
+    stable_before: int = 0
+    cold_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +97,9 @@ class Generation:
     generated_tokens: int = 0
     prompt_seconds: float = 0.0
     decode_seconds: float = 0.0
+    # Answered from a smaller window than the settings ask for, to keep a cold start short
+    # (JobOptions.cold_seconds); the whole window is still to be evaluated.
+    window_reduced: bool = False
 
 
 class Backend(Protocol):

@@ -15,8 +15,16 @@ class CancelReason(str, Enum):
     CLIENT = "cancelled by the client"  # $/cancelRequest
     SUPERSEDED = "superseded by a newer request"
     DOCUMENT_CHANGED = "the document changed"
+    # The user typed on the cursor's line: the prompt up to that line is still what the next
+    # request needs, so the model finishes evaluating it before it stops (a soft cancel).
+    TYPED_ON_LINE = "the user typed on the same line"
     DOCUMENT_CLOSED = "the document was closed"
     SHUTDOWN = "the server is shutting down"
+
+    @property
+    def soft(self) -> bool:
+        """Whether work may first finish the part of its prompt that stays valid."""
+        return self is CancelReason.TYPED_ON_LINE
 
 
 class Cancelled(Exception):
@@ -42,10 +50,19 @@ class CancelToken:
         self.cancelled_at: float | None = None
 
     def cancel(self, reason: CancelReason) -> None:
+        """Cancel, or make a soft cancel hard (the first reason stays otherwise)."""
         if not self._event.is_set():
             self.reason = reason
             self.cancelled_at = time.monotonic()
             self._event.set()
+        elif self.reason is not None and self.reason.soft and not reason.soft:
+            self.reason = reason
+            self.cancelled_at = time.monotonic()
+
+    @property
+    def soft(self) -> bool:
+        """Cancelled softly: the work may finish the valid part of its prompt first."""
+        return self.reason is not None and self.reason.soft
 
     @property
     def cancelled(self) -> bool:

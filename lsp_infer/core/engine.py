@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from lsp_infer.config import CompletionSettings
-from lsp_infer.core.backend import Backend, CompletionJob, Generation, JobProgress
+from lsp_infer.core.backend import Backend, CompletionJob, Generation, JobOptions, JobProgress
 from lsp_infer.core.cancel import CancelToken
 from lsp_infer.core.postprocess import complete_lines, postprocess
 from lsp_infer.core.window import CursorLine, cursor_line
@@ -44,12 +45,9 @@ class CompletionEngine:
         settings: CompletionSettings,
         cancel: CancelToken,
         progress: JobProgress | None = None,
-        *,
-        extra: tuple[tuple[str, str], ...] = (),
-        extra_tokens: int = 0,
-        path: str = "",
-        keep_cache: bool = False,
+        options: JobOptions | None = None,
     ) -> Suggestion:
+        options = options or JobOptions()
         line = cursor_line(text, offset)
         max_lines = 1 if line.after.strip() else settings.max_lines
         job = CompletionJob(
@@ -61,10 +59,7 @@ class CompletionEngine:
             decode_seconds=settings.timeout_ms / 1000,
             should_stop=lambda so_far: postprocess(so_far, line, max_lines).truncated,
             progress=progress or JobProgress(),
-            extra=extra,
-            extra_tokens=extra_tokens,
-            path=path,
-            keep_cache=keep_cache,
+            **{f.name: getattr(options, f.name) for f in dataclasses.fields(options)},
         )
         generation = await self.backend.generate(job, cancel)
         suggestion = finish(generation.text, generation, line, max_lines)

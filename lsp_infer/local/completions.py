@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lsp_infer.config import CompletionSettings, ExtraContextSettings
-from lsp_infer.core.backend import JobProgress
+from lsp_infer.core.backend import JobOptions, JobProgress
 from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
 from lsp_infer.core.engine import CompletionEngine, Suggestion
 from lsp_infer.local.lane import ModelLane
@@ -31,6 +31,7 @@ from lsp_infer.local.reuse import (
     CursorView,
     Shown,
     SuggestionCache,
+    edited_on_cursor_line,
     rest_after_typing,
     type_ahead,
     typed_since,
@@ -91,6 +92,11 @@ class Flight:
     token: CancelToken = field(default_factory=CancelToken)
     progress: JobProgress = field(default_factory=JobProgress)
     task: asyncio.Future[Suggestion] | None = None
+    # Done when the generation is stopped: its waiters are answered at once, even while the
+    # model still finishes the part of the prompt a soft cancel lets it finish.
+    released: asyncio.Future[None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
     waiters: int = 0
     kept_by_edit: bool = False  # an edit continued it: a request for it is on its way
 
@@ -106,6 +112,18 @@ class Flight:
         self.token.cancel(reason)
         if self.progress.started_at is None and self.task is not None:
             self.task.cancel()
+        if not self.released.done():
+            self.released.set_result(None)
+
+    def supersede(self) -> None:
+        """A newer generation for the document takes over. One stopped softly stays soft:
+        what it still evaluates is the newer one's start too."""
+        self.stop(self.token.reason if self.token.reason else CancelReason.SUPERSEDED)
+
+    def stable_before(self, text: str) -> int:
+        """Where the cursor's line starts (in ``text``, the text the job runs on): the
+        prompt before it stays valid while the user types on that line."""
+        return text.rfind("\n", 0, self.origin.offset) + 1
 
     def expected(self) -> str:
         """Everything this generation stands for, typed or generated, so far."""
@@ -116,6 +134,17 @@ class Flight:
         if typed is None or not self.expected().startswith(typed):
             return None
         return typed
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a request gets: the suggestion ("" for none), where it came from (type-ahead,
+    cache, in-flight, precompute, model; superseded when it went stale), and whether other
+    files' code was in its prompt."""
+
+    text: str
+    source: str
+    with_extra: bool = False
 
 
 class _Superseded(Exception):
@@ -158,6 +187,9 @@ class Completions:
         self._idle: dict[str, asyncio.TimerHandle] = {}
         # Requests and edits per document, to see whether a newer one came during a debounce.
         self._activity: dict[str, int] = {}
+        # Documents answered from a smaller window (a cold start): the whole one is evaluated
+        # in the background once the answer is out.
+        self._cold: set[str] = set()
 
     # -- requests -------------------------------------------------------------------
 
@@ -171,7 +203,23 @@ class Completions:
         explicit: bool = False,
         is_current: Callable[[], bool] = lambda: True,
     ) -> str:
-        """The suggestion at ``offset``; "" when there is none or the request went stale
+        """The suggestion's text (see ``answer``)."""
+        answer = await self.answer(
+            uri, text, offset, tuning, explicit=explicit, is_current=is_current
+        )
+        return answer.text
+
+    async def answer(
+        self,
+        uri: str,
+        text: str,
+        offset: int,
+        tuning: Tuning,
+        *,
+        explicit: bool = False,
+        is_current: Callable[[], bool] = lambda: True,
+    ) -> Answer:
+        """The suggestion at ``offset``; empty when there is none or the request went stale
         (``is_current`` says whether the document is still the version ``text`` came from).
         ``explicit``: the user asked for it (not typing): no debounce, extra context now."""
         started = time.monotonic()
@@ -184,21 +232,27 @@ class Completions:
             answer, source = await self._answer(uri, text, offset, shape, explicit)
         except _Superseded:
             self.stats.superseded += 1
-            return ""
+            return Answer("", "superseded")
         except asyncio.CancelledError:
             self.stats.cancelled += 1
             raise
         if not is_current():  # computed for a version that is gone
             self.stats.superseded += 1
-            return ""
+            return Answer("", "superseded")
         self._answered(answer, source, (time.monotonic() - started) * 1000)
         if answer:
             self._shown[uri] = Shown(CursorView.at(text, offset, shape.reach), answer)
-            if shape.settings.precompute and uri not in self._flights:
-                self._precompute(uri, text, offset, answer, shape)
+        if uri in self._cold and uri not in self._flights:
+            # Answered from a smaller window: evaluate the whole one now, in the background,
+            # stopped by a keystroke and carried on at the next pause (as a new pick is).
+            flight = Flight.at(uri, shape, text, offset, precompute=True, keep_cache=True)
+            self._launch(flight, text, offset)
+        elif answer and shape.settings.precompute and uri not in self._flights:
+            self._precompute(uri, text, offset, answer, shape)
+        self._cold.discard(uri)
         if tuning.extra_enabled:
             self._when_idle(uri, text, offset, tuning)
-        return answer
+        return Answer(answer, source, bool(shape.extra))
 
     def _answered(self, answer: str, source: str, elapsed_ms: float) -> None:
         self.stats.answered += 1
@@ -277,9 +331,10 @@ class Completions:
             timer.cancel()
 
     def _yield_background(self, uri: str) -> None:
-        """The user is active: background work for other documents stops (one model lane)."""
+        """The user is active: background work for other documents stops (one model lane),
+        and so does the prompt another document's soft cancel was finishing."""
         for other, flight in list(self._flights.items()):
-            if other != uri and flight.precompute:
+            if other != uri and (flight.precompute or flight.token.soft):
                 flight.stop(CancelReason.SUPERSEDED)
 
     async def _answer(
@@ -327,23 +382,23 @@ class Completions:
         return rest, "in-flight"
 
     async def _wait_for(self, flight: Flight) -> str:
-        assert flight.task is not None
+        task = flight.task
+        assert task is not None
         flight.waiters += 1
         try:
-            # shield: a waiter cancelled by its client must not cancel a generation that
-            # another request (or the next keystroke) still wants.
-            suggestion = await asyncio.shield(flight.task)
-        except Cancelled:
-            raise _Superseded from None
+            # asyncio.wait never cancels what it waits for: a waiter cancelled by its client
+            # must not cancel a generation another request (or the next keystroke) still wants.
+            await asyncio.wait((task, flight.released), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
-            if flight.task.cancelled() and flight.token.reason is not CancelReason.CLIENT:
-                raise _Superseded from None  # the generation was dropped before it started
             if flight.waiters == 1 and not flight.kept_by_edit:
                 flight.stop(CancelReason.CLIENT)  # nobody else wants it: stop the model
             raise
         finally:
             flight.waiters -= 1
-        return suggestion.text
+        # Stopped (it may still be finishing its prompt), or dropped before it started.
+        if not task.done() or task.cancelled() or isinstance(task.exception(), Cancelled):
+            raise _Superseded
+        return task.result().text
 
     async def _settle(self, uri: str, debounce_ms: int) -> None:
         """Wait a moment before starting the model for an automatic request: when the next
@@ -362,7 +417,7 @@ class Completions:
         generation (latest wins)."""
         previous = self._flights.get(flight.uri)
         if previous is not None:
-            previous.stop(CancelReason.SUPERSEDED)
+            previous.supersede()
         self._flights[flight.uri] = flight
         flight.task = asyncio.ensure_future(self._run(flight, text, offset))
         flight.task.add_done_callback(_consume_exception)
@@ -383,12 +438,12 @@ class Completions:
         try:
             suggestion = await self.engine.complete(
                 text, offset, flight.shape.settings, flight.token, flight.progress,
-                extra=flight.shape.extra,
-                extra_tokens=flight.shape.extra_tokens,
-                keep_cache=flight.keep_cache,
-                path=self.extra_source.path(flight.uri) if self.extra_source else "",
+                self._options(flight, text),
             )  # fmt: skip
             finished = True
+            if suggestion.generation is not None and suggestion.generation.window_reduced:
+                self.stats.reduced_windows += 1
+                self._cold.add(flight.uri)
             view = CursorView.at(text, offset, flight.shape.reach)
             self.cache.put(view, flight.shape.key, suggestion.text)
             return suggestion
@@ -397,6 +452,19 @@ class Completions:
             if self._flights.get(flight.uri) is flight:
                 del self._flights[flight.uri]
             self._after_evaluation(flight, finished)
+
+    def _options(self, flight: Flight, text: str) -> JobOptions:
+        cold_ms = flight.shape.settings.cold_start_ms
+        return JobOptions(
+            document=flight.uri,
+            extra=flight.shape.extra,
+            extra_tokens=flight.shape.extra_tokens,
+            path=self.extra_source.path(flight.uri) if self.extra_source else "",
+            keep_cache=flight.keep_cache,
+            stable_before=flight.stable_before(text),
+            # Background work evaluates the whole window: that is how a cold start warms up.
+            cold_seconds=cold_ms / 1000 if cold_ms and not flight.precompute else None,
+        )
 
     def _after_evaluation(self, flight: Flight, finished: bool) -> None:
         """A candidate pick whose prompt got evaluated comes into use."""
@@ -427,8 +495,10 @@ class Completions:
             self.stats.tokens_precomputed += progress.generated_tokens
         elif token.cancelled or flight.waiters == 0:
             self.stats.tokens_wasted += progress.generated_tokens
-        if token.cancelled_at is not None and progress.stopped_at is not None:
-            self.stats.cancel_to_stop_ms.append((progress.stopped_at - token.cancelled_at) * 1000)
+        # A soft cancel may stop late on purpose (it finished the prompt up to the cursor's line).
+        stopped = progress.stopped_at
+        if token.cancelled_at is not None and stopped is not None and not progress.finished_stable:
+            self.stats.cancel_to_stop_ms.append((stopped - token.cancelled_at) * 1000)
 
     # -- document events ------------------------------------------------------------
 
@@ -444,6 +514,8 @@ class Completions:
         cursor = flight.origin.offset + len(text) - flight.origin_length
         if flight.typed(text, cursor) is not None:
             flight.kept_by_edit = True
+        elif edited_on_cursor_line(flight.origin, flight.origin_length, text):
+            flight.stop(CancelReason.TYPED_ON_LINE)
         else:
             flight.stop(CancelReason.DOCUMENT_CHANGED)
 
@@ -455,6 +527,7 @@ class Completions:
         self._pinned.pop(uri, None)
         self._candidate.pop(uri, None)
         self._activity.pop(uri, None)  # a request still settling sees the change: stale
+        self._cold.discard(uri)
         self._cancel_idle(uri)
 
     def forget_suggestions(self) -> None:

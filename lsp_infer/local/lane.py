@@ -7,6 +7,7 @@ means a busy model never delays reading the next message (e.g. a ``$/cancelReque
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -27,11 +28,15 @@ class ModelLane:
         loop = asyncio.get_running_loop()
         self.pending += 1
         work = self._executor.submit(fn, *args)
-        work.add_done_callback(lambda _: loop.call_soon_threadsafe(self._finished))
+        work.add_done_callback(lambda _: self._finished(loop))
         return asyncio.wrap_future(work, loop=loop)
 
-    def _finished(self) -> None:
-        self.pending -= 1
+    def _finished(self, loop: asyncio.AbstractEventLoop) -> None:
+        def count() -> None:
+            self.pending -= 1
+
+        with contextlib.suppress(RuntimeError):  # the loop closed: the server has exited
+            loop.call_soon_threadsafe(count)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         return await self.submit(fn, *args)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import ctypes
+import dataclasses
 import logging
 import os
 import time
@@ -34,6 +34,10 @@ from lsp_infer.core.prompts import (
     with_repository,
 )
 from lsp_infer.core.window import fit_window
+from lsp_infer.local.devices import Device, describe_devices, gpu_layers_for
+from lsp_infer.local.kv_cache import KEEP_AT_LEAST, KvCache
+from lsp_infer.local.kv_reuse import common_prefix
+from lsp_infer.local.kv_states import KvState, KvStates
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.models import ModelError, Progress, ResolvedModel, resolve_model
 
@@ -45,12 +49,15 @@ _CONTEXT_MARGIN = 8
 # KV cache valid) for that many typed lines instead of sliding on every one. Measured with
 # bench/keystrokes.py: see BENCHMARKS.md.
 PREFIX_ANCHOR_LINES = 8
-# A keep_cache job that would drop fewer cached tokens than this does not copy the cache first
-# (nor does it switch to a parked cache that has fewer more of its tokens than this).
-_KEEP_AT_LEAST = 32
 # keep_cache jobs evaluate their prompt in batches this small: 3 % slower than 256 here (85 vs
 # 88 tokens/s on 2 cores), but a stop loses at most one batch, under a second of work.
 _BACKGROUND_BATCH = 64
+# A cold start's window is never cut below this many tokens.
+_MIN_COLD_BUDGET = 64
+# What a soft cancel may still finish when the job has no cold-start budget of its own.
+_DEFAULT_COLD_SECONDS = 1.5
+# Prompt speed is measured on evaluations of at least this many tokens.
+_SPEED_SAMPLE_TOKENS = 32
 
 LoadState = Literal["not loaded", "loading", "ready", "failed"]
 
@@ -73,22 +80,33 @@ class LoadedModel:
     n_ctx: int
     n_threads: int
     load_seconds: float
+    devices: tuple[Device, ...] = ()  # what this llama.cpp build computes on
+    n_layers: int = 0
+    gpu_layers: int = 0  # layers offloaded to a GPU
+
+    @property
+    def compute(self) -> str:
+        """Where the model runs, in a few words (for status, stats and doctor)."""
+        gpus = [d.name for d in self.devices if d.kind != "cpu"]
+        if self.gpu_layers and gpus:
+            layers = min(self.gpu_layers, self.n_layers)
+            return f"{', '.join(gpus)}: {layers}/{self.n_layers} layers"
+        return "CPU"
 
 
 @dataclass(frozen=True)
-class KvSnapshot:
-    """The KV cache of the model's one sequence, copied out, and the tokens it holds."""
-
+class BuiltPrompt:
     tokens: list[int]
-    data: Any  # ctypes byte array from llama_state_seq_get_data
+    healed: bytes  # the backed-up last token's text (token healing)
+    typed_space: str  # whitespace typed at the cursor, left out of the prompt
+    stable: int  # tokens that stay valid while the user types on the cursor's line
+    budget: int  # the window's token budget
+    reduced: bool = False  # a smaller window than asked for (a cold start)
 
 
-def _common_prefix(a: Any, b: list[int]) -> int:
-    n = min(len(a), len(b))
-    if n == 0:
-        return 0
-    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
-    return int(diff[0]) if diff.size else n
+@dataclass
+class BackendStats:
+    stable_finished: int = 0  # prompts finished up to the cursor's line after a keystroke
 
 
 def _order(setting: str, template: FimTemplate) -> Order:
@@ -131,9 +149,14 @@ class LlamaCppBackend:
         self._abort_callback: Any = None  # keep a reference: llama.cpp holds a raw pointer
         self._pieces: list[bytes] | None = None  # each token's text, for token healing
         self._candidates: dict[bytes, np.ndarray[Any, np.dtype[np.int64]]] = {}
-        # The part of a keep_cache job's prompt evaluated before it was stopped, to carry on
-        # from when it runs again (at the next pause) instead of starting over.
-        self._parked: KvSnapshot | None = None
+        # Documents' evaluated prompts, kept across switches (model.stateCacheMb).
+        self.states = KvStates(0)
+        self.cache: KvCache | None = None  # the live KV cache, once a model is loaded
+        self.prompt_speed: float | None = None  # tokens per second, measured
+        self.stats = BackendStats()
+        # True while evaluating the part of a prompt a soft cancel lets finish.
+        self._protecting = False
+        self.warnings: list[str] = []  # for the user, once per load (e.g. no GPU here)
 
     # -- loading (on the lane) ------------------------------------------------------
 
@@ -144,8 +167,11 @@ class LlamaCppBackend:
         return self.lane.submit(self.load_blocking, settings, progress)
 
     def load_blocking(self, settings: ModelSettings, progress: Progress | None = None) -> None:
-        """(Re)load the model for these settings; no-op if they did not change."""
-        if self.state == "ready" and settings == self._settings:
+        """(Re)load the model for these settings; no-op if they did not change (but for the
+        state cache's bound, which applies at once)."""
+        self.states.resize(settings.state_cache_mb * 2**20)
+        loaded = self._settings.load_key() if self._settings else None
+        if self.state == "ready" and settings.load_key() == loaded:
             return
         self.state, self.error = "loading", None
         self._close()
@@ -158,22 +184,24 @@ class LlamaCppBackend:
             return
         self._settings = settings
         self.state = "ready"
+        loaded = self.loaded
         log.info(
-            "model ready: %s (%s, template %s, n_ctx %d, %d threads) in %.2fs",
-            self.loaded.name,
-            self.loaded.resolved.path,
-            self.loaded.template.name,
-            self.loaded.n_ctx,
-            self.loaded.n_threads,
-            self.loaded.load_seconds,
-        )
+            "model ready: %s (%s, template %s, n_ctx %d, %d threads, %s) in %.2fs",
+            loaded.name, loaded.resolved.path, loaded.template.name, loaded.n_ctx,
+            loaded.n_threads, loaded.compute, loaded.load_seconds,
+        )  # fmt: skip
 
     def _load(self, settings: ModelSettings, progress: Progress | None) -> LoadedModel:
+        import llama_cpp
         from llama_cpp import Llama  # imported here: it loads a shared library
 
         started = time.monotonic()
         resolved = resolve_model(settings.path, settings.sha256, progress)
         threads = settings.n_threads or default_threads()
+        gpu_layers, warning = gpu_layers_for(
+            settings.gpu_layers, bool(llama_cpp.llama_supports_gpu_offload())
+        )
+        self.warnings = [warning] if warning else []
         llm = Llama(
             model_path=str(resolved.path),
             n_ctx=settings.n_ctx,
@@ -181,28 +209,37 @@ class LlamaCppBackend:
             n_ubatch=settings.n_batch,
             n_threads=threads,
             n_threads_batch=threads,
+            n_gpu_layers=gpu_layers,
             logits_all=False,
             verbose=False,
         )
         self._llm = llm
-        import llama_cpp
-
         self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
         metadata: dict[str, str] = dict(llm.metadata or {})
         name = metadata.get("general.name", resolved.path.name)
         template = self._choose_template(settings.fim_template, name)
         self._stop_ids = self._find_stop_ids(template)
         self._install_abort_callback()
+        n_layers = int(llama_cpp.llama_model_n_layer(llm.model))
+        self.cache = KvCache(llm, self.states, (str(resolved.path), settings.load_key()))
+        self._warm_up()
         return LoadedModel(
-            resolved=resolved,
-            name=name,
-            architecture=metadata.get("general.architecture", "?"),
-            template=template,
-            order=_order(settings.fim_order, template),
-            n_ctx=llm.n_ctx(),
-            n_threads=threads,
-            load_seconds=time.monotonic() - started,
-        )
+            resolved=resolved, name=name,
+            architecture=metadata.get("general.architecture", "?"), template=template,
+            order=_order(settings.fim_order, template), n_ctx=llm.n_ctx(), n_threads=threads,
+            load_seconds=time.monotonic() - started, devices=describe_devices(),
+            n_layers=n_layers, gpu_layers=n_layers + 1 if gpu_layers < 0 else gpu_layers,
+        )  # fmt: skip
+
+    def _warm_up(self) -> None:
+        """Evaluate a short prompt once: the model's pages come in from disk now rather than
+        in the first suggestion, and the prompt speed is measured for cold starts."""
+        tokens = self._tokenize_text("def warm_up(value):\n    return value\n" * 8)
+        started = time.monotonic()
+        self._llm.eval(tokens)
+        self._measure_speed(len(tokens), time.monotonic() - started)
+        assert self.cache is not None
+        self.cache.clear()
 
     def _choose_template(self, setting: str, model_name: str) -> FimTemplate:
         if setting != "auto":
@@ -246,7 +283,7 @@ class LlamaCppBackend:
 
         def should_abort(_data: Any) -> bool:
             token = self._active
-            return token is not None and token.cancelled
+            return token is not None and token.cancelled and not (self._protecting and token.soft)
 
         self._abort_callback = llama_cpp.ggml_abort_callback(should_abort)
         llama_cpp.llama_set_abort_callback(self._llm.ctx, self._abort_callback, None)
@@ -259,7 +296,8 @@ class LlamaCppBackend:
         self._special_ids = {}
         self._pieces = None
         self._candidates = {}
-        self._parked = None
+        self.cache = None
+        self.states.clear()
 
     def close(self) -> None:
         self.lane.run_blocking(self._close)
@@ -277,21 +315,23 @@ class LlamaCppBackend:
         return list(self._llm.tokenize(data, add_bos=False, special=False))
 
     def tokenize_prompt(self, prompt: Prompt, add_bos: bool) -> list[int]:
-        tokens, _ = self.tokenize_healed(prompt, add_bos, heal=False)
+        tokens, _healed, _stable = self._tokenize(prompt, add_bos, heal=False)
         return tokens
 
-    def tokenize_healed(self, prompt: Prompt, add_bos: bool, heal: bool) -> tuple[list[int], bytes]:
-        """Prompt tokens, and the text of the prefix's last token when ``heal`` backs it up.
+    def _tokenize(
+        self, prompt: Prompt, add_bos: bool, heal: bool, tail_chars: int = 0
+    ) -> tuple[list[int], bytes, int]:
+        """Prompt tokens; the text of the prefix's last token when ``heal`` backs it up; and
+        how many tokens come before the prefix's last ``tail_chars`` characters (the part
+        typing changes).
 
         Token healing: text before the cursor often ends mid-token ("imp", or "return " with
         its trailing space as a token of its own). Left in, the model must continue from an
         unusual token boundary (and writes " a" after "return ", doubling the space). Backed
         up, the first generated tokens are constrained to start with that text instead.
         """
-        tokens: list[int] = []
-        healed = b""
-        if add_bos:
-            tokens.append(int(self._llm.token_bos()))
+        tokens: list[int] = [int(self._llm.token_bos())] if add_bos else []
+        healed, stable = b"", 0
         for segment in prompt:
             if isinstance(segment, Special):
                 token = self._special_id(segment.text)
@@ -300,13 +340,14 @@ class LlamaCppBackend:
                 tokens.append(token)
                 continue
             ids = self._tokenize_text(segment)
-            if heal and isinstance(segment, PrefixText) and ids:
-                piece = self._piece(ids[-1])
-                if piece:
+            if isinstance(segment, PrefixText):
+                head = self._tokenize_text(segment[: max(0, len(segment) - tail_chars)])
+                stable = len(tokens) + common_prefix(head, ids)
+                if heal and ids and (piece := self._piece(ids[-1])):
                     healed = piece
                     ids.pop()
             tokens.extend(ids)
-        return tokens, healed
+        return tokens, healed, min(stable, len(tokens))
 
     def _piece(self, token: int) -> bytes:
         return bytes(self._llm.detokenize([token]))
@@ -333,34 +374,58 @@ class LlamaCppBackend:
 
     def generate_blocking(self, job: CompletionJob, cancel: CancelToken) -> Generation:
         cancel.raise_if_cancelled()  # superseded while it waited in the queue
-        if self.state != "ready" or self.loaded is None:
+        if self.state != "ready" or self.loaded is None or self.cache is None:
             raise BackendUnavailable(self.error or f"the model is {self.state}")
+        built = self._build(job, job.budget_tokens)
+        if job.cold_seconds is not None and self.prompt_speed:
+            built = self._within(built, job, int(self.prompt_speed * job.cold_seconds))
+        return self._generate(built, job, cancel)
+
+    def _build(self, job: CompletionJob, budget_tokens: int) -> BuiltPrompt:
+        """The job's prompt with a window of ``budget_tokens`` around the cursor."""
+        assert self.loaded is not None
         template = self.loaded.template
         room = self.loaded.n_ctx - job.max_tokens - _CONTEXT_MARGIN
         room -= job.extra_tokens if job.extra else 0
         # The anchored prefix may run a quarter over its budget (see fit_window): keep room.
-        budget = min(job.budget_tokens, room * 4 // 5)
+        budget = min(budget_tokens, room * 4 // 5)
         window = fit_window(
-            job.text,
-            job.offset,
-            budget,
-            self.count_tokens,
-            suffix_tokens=job.suffix_tokens,
-            anchor_lines=PREFIX_ANCHOR_LINES,
+            job.text, job.offset, budget, self.count_tokens,
+            suffix_tokens=job.suffix_tokens, anchor_lines=PREFIX_ANCHOR_LINES,
             anchor_slack=budget // 4,
-        )
+        )  # fmt: skip
         # Whitespace typed at the end of the prefix ("return ", or an indentation) is left out
         # of the prompt: the model tokenizes it together with the next word (" a",
         # "   " + ' """') and would write it again. The output is re-aligned to it instead.
-        # Any other last token is backed up and healed (see tokenize_healed).
+        # Any other last token is backed up and healed (see _tokenize).
         prefix = window.prefix.rstrip(" \t")
         typed_space = window.prefix[len(prefix) :]
         prompt = template.build(prefix, window.suffix, self.loaded.order)
         if job.extra and job.extra_tokens > 0:
             files = self._fit_extra(job.extra, job.extra_tokens)
             prompt = with_repository(template, prompt, files, job.path or "file")
-        tokens, healed = self.tokenize_healed(prompt, template.add_bos, heal=not typed_space)
-        return self._generate(tokens, job, cancel, healed, typed_space)
+        # The part of the prefix on the cursor's line (when the job was made) is what typing
+        # changes; everything before it stays valid (JobOptions.stable_before).
+        window_start = job.offset - len(window.prefix)
+        stable_chars = min(max(job.stable_before - window_start, 0), len(prefix))
+        tokens, healed, stable = self._tokenize(
+            prompt, template.add_bos, heal=not typed_space, tail_chars=len(prefix) - stable_chars
+        )
+        return BuiltPrompt(tokens, healed, typed_space, stable, budget)
+
+    def _within(self, built: BuiltPrompt, job: CompletionJob, affordable: int) -> BuiltPrompt:
+        """``built``, or the prompt with a smaller window whose part the cache does not hold
+        takes no more than ``affordable`` tokens to evaluate (a cold start)."""
+        assert self.cache is not None
+        budget = built.budget
+        # Halving, not a budget computed from the speed: the same cache gives the same window
+        # keystroke after keystroke, so a cold start's prompt is reused while the user types.
+        while budget > _MIN_COLD_BUDGET:
+            if len(built.tokens) - self.cache.reusable(job.document, built.tokens) <= affordable:
+                break
+            budget = max(_MIN_COLD_BUDGET, budget // 2)
+            built = dataclasses.replace(self._build(job, budget), reduced=True)
+        return built
 
     def _fit_extra(self, files: tuple[tuple[str, str], ...], budget: int) -> list[tuple[str, str]]:
         """The most useful files (the last ones) that fit the token budget, in their order."""
@@ -374,112 +439,122 @@ class LlamaCppBackend:
             used += cost
         return kept[::-1]
 
-    def _generate(
-        self,
-        tokens: list[int],
-        job: CompletionJob,
-        cancel: CancelToken,
-        healed: bytes = b"",
-        typed_space: str = "",
-    ) -> Generation:
-        llm, progress = self._llm, job.progress
+    def _generate(self, built: BuiltPrompt, job: CompletionJob, cancel: CancelToken) -> Generation:
+        llm, progress, tokens = self._llm, job.progress, built.tokens
         progress.started_at = started = time.monotonic()
-        kept = self._switch_for(tokens) if job.keep_cache else None
-        reused = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
-        if reused == len(tokens):
-            reused -= 1  # re-evaluate the last token to get fresh logits
-        llm.n_tokens = reused
+        kept = self._before_background(job, tokens) if job.keep_cache else None
+        assert self.cache is not None
+        reused = min(self.cache.prepare(job.document, tokens), len(tokens) - 1)
+        llm.n_tokens = reused  # at least the last token is evaluated again: fresh logits
         progress.prompt_tokens, progress.prompt_tokens_reused = len(tokens), reused
         max_tokens = min(job.max_tokens, llm.n_ctx() - len(tokens) - 1)
         self._active = cancel
         try:
-            if job.keep_cache:
-                # Small batches: a stop keeps all finished ones (parked), and an aborted
-                # batch of n_batch tokens would be seconds of work lost on a small CPU.
-                for start in range(reused, len(tokens), _BACKGROUND_BATCH):
-                    self._eval(tokens[start : start + _BACKGROUND_BATCH], cancel)
-            else:
-                self._eval(tokens[reused:], cancel)
+            self._evaluate(tokens, reused, built.stable, job, cancel)
             progress.prompt_tokens_evaluated = len(tokens) - reused
             progress.prompt_done_at = prompt_done = time.monotonic()
+            self._measure_speed(len(tokens) - reused, prompt_done - started)
             text, generated, reason = self._decode(
-                job, max_tokens, cancel, prompt_done, healed, typed_space
+                job, max_tokens, cancel, prompt_done, built.healed, built.typed_space
             )
         except Cancelled:
             progress.stopped_at = time.monotonic()
             if not progress.prompt_tokens_evaluated:  # stopped inside prompt evaluation
                 progress.prompt_tokens_evaluated = max(0, llm.n_tokens - reused)
                 if kept is not None:
-                    self._parked = self._snapshot()
-                    self._restore(kept)
-                    log.debug(
-                        "background evaluation stopped at %d of %d prompt tokens; "
-                        "cache put back in %.0f ms",
-                        len(self._parked.tokens), len(tokens),
-                        (time.monotonic() - progress.stopped_at) * 1000,
-                    )  # fmt: skip
+                    self._after_stopped_background(job, kept, len(tokens))
             raise
         finally:
             self._active = None
         return Generation(
-            text=text,
-            stop_reason=reason,
-            prompt_tokens=len(tokens),
-            prompt_tokens_reused=reused,
-            generated_tokens=generated,
-            prompt_seconds=prompt_done - started,
-            decode_seconds=time.monotonic() - prompt_done,
-        )
+            text=text, stop_reason=reason, prompt_tokens=len(tokens),
+            prompt_tokens_reused=reused, generated_tokens=generated,
+            prompt_seconds=prompt_done - started, decode_seconds=time.monotonic() - prompt_done,
+            window_reduced=built.reduced,
+        )  # fmt: skip
+
+    def _evaluate(
+        self, tokens: list[int], reused: int, stable: int, job: CompletionJob, cancel: CancelToken
+    ) -> None:
+        """Evaluate ``tokens[reused:]``. The first ``stable`` tokens are finished even after a
+        soft cancel (the user typed on the cursor's line: the next request needs them too)."""
+        progress = job.progress
+        if job.keep_cache:
+            # Small batches: a stop keeps all finished ones (parked), and an aborted batch of
+            # n_batch tokens would be seconds of work lost on a small CPU.
+            for start in range(reused, len(tokens), _BACKGROUND_BATCH):
+                self._eval(tokens[start : start + _BACKGROUND_BATCH], cancel)
+            return
+        # Finishing the stable part is worth a wait only when it is short (as long as a cold
+        # start may take): a long one would hold up the requests behind it for seconds.
+        budget = (self.prompt_speed or 0) * (job.cold_seconds or _DEFAULT_COLD_SECONDS)
+        if stable - reused > budget:
+            stable = reused
+        if stable > reused:
+            self._protecting = True
+            try:
+                self._eval(tokens[reused:stable], cancel)
+            finally:
+                self._protecting = False
+            if cancel.soft:
+                self.stats.stable_finished += 1
+                progress.finished_stable = True
+            cancel.raise_if_cancelled()
+        self._eval(tokens[max(reused, stable) :], cancel)
+
+    def _measure_speed(self, evaluated: int, seconds: float) -> None:
+        """Prompt tokens per second, smoothed: what a cold start can afford."""
+        if evaluated >= _SPEED_SAMPLE_TOKENS and seconds > 0:
+            speed = evaluated / seconds
+            previous = self.prompt_speed
+            self.prompt_speed = speed if previous is None else 0.7 * previous + 0.3 * speed
 
     # -- the KV cache of background work (keep_cache jobs) ---------------------------
 
-    def _switch_for(self, tokens: list[int]) -> KvSnapshot | None:
+    def _before_background(self, job: CompletionJob, tokens: list[int]) -> KvState | None:
         """Before a keep_cache job: a copy of the cache to put back if it is stopped inside
         its prompt (None when the job hardly changes it), and the cache switched to what an
-        earlier stopped run of it left, when that shares more of its prompt."""
-        llm = self._llm
-        reused = _common_prefix(llm.input_ids[: llm.n_tokens], tokens)
-        parked, self._parked = self._parked, None
-        done = _common_prefix(parked.tokens, tokens) if parked is not None else 0
-        resume = done >= reused + _KEEP_AT_LEAST
-        if not resume and llm.n_tokens - reused < _KEEP_AT_LEAST:
+        earlier stopped run of it left (the document's parked state), when that shares more
+        of its prompt."""
+        assert self.cache is not None
+        cache = self.cache
+        reused = cache.reusable(job.document, tokens)
+        parked = cache.states.take(job.document, "parked", cache.model)
+        done = common_prefix(parked.tokens, tokens) if parked is not None else 0
+        resume = done >= reused + KEEP_AT_LEAST
+        live = cache.tokens()
+        if not resume and len(live) - common_prefix(live, tokens) < KEEP_AT_LEAST:
             return None  # little to lose: the job only extends what is there
-        kept = self._snapshot()
-        if resume:
-            assert parked is not None
-            self._restore(parked)
+        kept = cache.snapshot()
+        if resume and parked is not None:
+            cache.restore(parked)
             log.debug(
                 "background evaluation resumed: %d of its %d prompt tokens were done",
                 done, len(tokens),
             )  # fmt: skip
         return kept
 
-    def _snapshot(self) -> KvSnapshot:
-        import llama_cpp
+    def _after_stopped_background(self, job: CompletionJob, kept: KvState, total: int) -> None:
+        """A keep_cache job stopped inside its prompt: park the part done (under its
+        document), and put the cache back as it was."""
+        assert self.cache is not None
+        stopped = time.monotonic()
+        parked = self.cache.snapshot()
+        self.cache.states.put(job.document, "parked", parked)
+        self.cache.restore(kept)
+        log.debug(
+            "background evaluation stopped at %d of %d prompt tokens; cache put back in %.0f ms",
+            len(parked.tokens), total, (time.monotonic() - stopped) * 1000,
+        )  # fmt: skip
 
-        llm = self._llm
-        # Drop anything past the counted tokens (an aborted batch) before copying.
-        llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), 0, llm.n_tokens, -1)
-        size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
-        data = (ctypes.c_uint8 * size)()
-        llama_cpp.llama_state_seq_get_data(llm.ctx, data, size, 0)
-        return KvSnapshot(llm.input_ids[: llm.n_tokens].tolist(), data)
-
-    def _restore(self, snapshot: KvSnapshot) -> None:
-        import llama_cpp
-
-        llm = self._llm
-        llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), 0, -1, -1)
-        llm.n_tokens = 0
-        if not snapshot.tokens:
-            return
-        if not llama_cpp.llama_state_seq_set_data(llm.ctx, snapshot.data, len(snapshot.data), 0):
-            log.warning("could not restore the KV cache; the next prompt is evaluated whole")
-            return
-        llm.input_ids[: len(snapshot.tokens)] = snapshot.tokens
-        llm.n_tokens = len(snapshot.tokens)
+    def forget(self, document: str) -> None:
+        """A document closed: its kept states go (on the lane, after the work queued)."""
+        if self.cache is not None:
+            self.cache.forget(document)
 
     def _eval(self, tokens: list[int], cancel: CancelToken) -> None:
+        if not tokens:
+            return
         try:
             self._llm.eval(tokens)
         except RuntimeError:

@@ -41,6 +41,23 @@ def typed_since(old: CursorView, text: str, offset: int, reach: int) -> str | No
     return text[old.offset : offset]
 
 
+def edited_on_cursor_line(view: CursorView, length: int, text: str) -> bool:
+    """Whether ``text`` differs from the document ``view`` was taken from (``length``
+    characters long) only between the start of the cursor's line and the cursor: the text
+    before that line and the text after the cursor are unchanged (as far as ``view`` reaches).
+    Such an edit — typing, deleting or pressing Enter on the line — leaves the prompt up to the
+    cursor's line as it was."""
+    line_start = view.offset - len(view.before) + view.before.rfind("\n") + 1
+    head = view.before[: line_start - (view.offset - len(view.before))]
+    head_start = line_start - len(head)
+    tail_start = len(text) - (length - view.offset)
+    return (
+        tail_start >= line_start
+        and text[head_start:line_start] == head
+        and text[tail_start : tail_start + len(view.after)] == view.after
+    )
+
+
 def rest_after_typing(suggestion: str, typed: str) -> str | None:
     """What is left of a suggestion once ``typed`` was typed into it (None: it diverged or
     nothing is left)."""

@@ -13,7 +13,7 @@ from lsp_infer.core.backend import BackendUnavailable
 from lsp_infer.core.engine import CompletionEngine
 from lsp_infer.documents import Snapshot
 from lsp_infer.editor import Editor, Progress
-from lsp_infer.local.completions import Completions, Tuning
+from lsp_infer.local.completions import Answer, Completions, Tuning
 from lsp_infer.local.extra_context import ExtraContext
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
@@ -49,18 +49,18 @@ class LocalTier:
 
     # -- requests ---------------------------------------------------------------------
 
-    async def suggest(self, snapshot: Snapshot, offset: int, explicit: bool) -> str:
-        """The suggestion at ``offset`` of ``snapshot``; "" when there is none, the request
+    async def suggest(self, snapshot: Snapshot, offset: int, explicit: bool) -> Answer:
+        """The suggestion at ``offset`` of ``snapshot``; empty when there is none, the request
         went stale, or the model is unavailable (told to the user once per error)."""
         uri, version = snapshot.uri, snapshot.version
         try:
-            return await self.completions.suggest(
+            return await self.completions.answer(
                 uri, snapshot.text, offset, self.tuning, explicit=explicit,
                 is_current=lambda: self._session.is_current(uri, version),
             )  # fmt: skip
         except BackendUnavailable as exc:
             self._report_model_error(str(exc))
-            return ""
+            return Answer("", "unavailable")
 
     # -- document events ----------------------------------------------------------------
 
@@ -80,6 +80,8 @@ class LocalTier:
     def closed(self, uri: str) -> None:
         self.completions.document_closed(uri)
         self.extra_context.closed(uri)
+        # Its kept KV states go too; on the lane, behind the work already queued.
+        self.lane.submit(self.backend.forget, uri).add_done_callback(_retrieve)
 
     def shutdown(self) -> None:
         self.completions.shutdown()
@@ -89,7 +91,21 @@ class LocalTier:
 
     def stats(self) -> dict[str, Any]:
         """The keystroke path's counters and percentiles (``lspInfer/stats``)."""
-        return self.completions.stats.as_json(queue_depth=self.lane.pending)
+        stats = self.completions.stats.as_json(queue_depth=self.lane.pending)
+        backend, loaded = self.backend, self.backend.loaded
+        cache = backend.cache.stats if backend.cache is not None else None
+        stats["stateCache"] = backend.states.as_json()
+        stats["kvShifts"] = cache.shifts if cache else 0
+        stats["tokensShifted"] = cache.tokens_shifted if cache else 0
+        stats["stableFinished"] = backend.stats.stable_finished
+        stats["promptTokensPerSecond"] = round(backend.prompt_speed or 0, 1)
+        stats["compute"] = {
+            "backend": loaded.compute if loaded else None,
+            "devices": [d.name for d in loaded.devices] if loaded else [],
+            "gpuLayers": min(loaded.gpu_layers, loaded.n_layers) if loaded else 0,
+            "layers": loaded.n_layers if loaded else 0,
+        }
+        return stats
 
     def stats_line(self) -> str | None:
         """A line for the log, or None when nothing was asked since the last one."""
@@ -117,13 +133,22 @@ class LocalTier:
             self._report_model_error(error)
         elif (loaded := self.backend.loaded) is not None:
             self.completions.forget_suggestions()
-            self._editor.model_status("ready", f"{loaded.name} ({loaded.template.name})")
+            for warning in self.backend.warnings:  # e.g. GPU layers asked of a CPU-only build
+                self._editor.show(f"lsp-infer: {warning}", "warning")
+            self._editor.model_status(
+                "ready", f"{loaded.name} ({loaded.template.name}, {loaded.compute})"
+            )
 
     def _report_model_error(self, error: str) -> None:
         """Tell the user once per distinct failure, not once per keystroke."""
         if error != self._reported_error:
             self._reported_error = error
             self._editor.show(f"lsp-infer: completions are off: {error}", "error")
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()  # the lane logs nothing itself; a failure here is not the user's
 
 
 class _LoadReporter:

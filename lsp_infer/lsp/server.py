@@ -147,7 +147,7 @@ class LspInferServer(LanguageServer):
             )
             if team_text:
                 return team_text, where
-        return await self.local.suggest(snapshot, offset, explicit), where
+        return (await self.local.suggest(snapshot, offset, explicit)).text, where
 
     # -- plumbing -------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ where it stopped the next time it runs.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from lsp_infer.config import ModelSettings
 from lsp_infer.core.backend import CompletionJob, JobProgress
 from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
 from lsp_infer.local.lane import ModelLane
-from lsp_infer.local.llama_cpp import KvSnapshot, LlamaCppBackend
+from lsp_infer.local.llama_cpp import LlamaCppBackend
 
 DOCUMENT = (
     '"""Reading and writing the tool\'s configuration file."""\n\nimport json\nimport os\n\n'
@@ -89,7 +90,128 @@ def test_a_stopped_background_evaluation_leaves_the_cache_as_it_was(backend: Lla
     answer = run(backend, resumed)
     assert resumed.progress.prompt_tokens_reused >= background.progress.prompt_tokens_evaluated
     # ... and answers as a fresh evaluation of the same prompt does.
-    backend.lane.run_blocking(backend._restore, KvSnapshot([], b""))  # an empty cache
+    assert backend.cache is not None
+    backend.lane.run_blocking(backend.cache.clear)  # an empty cache
     fresh = job(extra=(("helpers.py", OTHER),))
     assert run(backend, fresh) == answer
     assert fresh.progress.prompt_tokens_reused == 0
+
+
+# -- documents' KV states, soft cancels and shifts -------------------------------------------
+
+SECOND = (
+    '"""Formatting numbers for reports."""\n\n\ndef percent(part, whole):\n'
+    '    """part as a percentage of whole, rounded."""\n    if not whole:\n        return '
+)
+
+
+@pytest.fixture
+def switching() -> Iterator[LlamaCppBackend]:
+    """A backend that keeps documents' states (model.stateCacheMb)."""
+    backend = LlamaCppBackend(ModelLane())
+    backend.lane.run_blocking(backend.load_blocking, ModelSettings(state_cache_mb=64))
+    assert backend.state == "ready", backend.error
+    yield backend
+    backend.close()
+
+
+def doc_job(
+    document: str, text: str, offset: int | None = None, budget: int = 512, stable_before: int = 0
+) -> CompletionJob:
+    return CompletionJob(
+        text=text, offset=len(text) if offset is None else offset, budget_tokens=budget,
+        suffix_tokens=128, max_tokens=8, decode_seconds=30, progress=JobProgress(),
+        document=document, stable_before=stable_before,
+    )  # fmt: skip
+
+
+def generate(backend: LlamaCppBackend, work: CompletionJob) -> str:
+    return backend.lane.run_blocking(backend.generate_blocking, work, CancelToken()).text
+
+
+def test_switching_away_and_back_restores_the_documents_prompt(switching: LlamaCppBackend):
+    first = doc_job("file:///a.py", DOCUMENT)
+    expected = generate(switching, first)
+    generate(switching, doc_job("file:///b.py", SECOND))  # replaces the live cache
+    back = doc_job("file:///a.py", DOCUMENT)
+    assert generate(switching, back) == expected
+    # All but the last token came from the kept state instead of being evaluated again.
+    assert back.progress.prompt_tokens_reused == back.progress.prompt_tokens - 1
+    assert switching.states.stats.restores == 1 and switching.states.stats.saves >= 1
+    # Closing the document frees its entry.
+    switching.lane.run_blocking(switching.forget, "file:///a.py")
+    assert switching.states.get("file:///a.py", "live", switching.cache.model) is None  # type: ignore[union-attr]
+
+
+def test_a_state_that_does_not_restore_is_dropped_and_the_prompt_evaluated_afresh(
+    switching: LlamaCppBackend,
+):
+    expected = generate(switching, doc_job("file:///a.py", DOCUMENT))
+    generate(switching, doc_job("file:///b.py", SECOND))
+    cache = switching.cache
+    assert cache is not None
+    kept = switching.states.get("file:///a.py", "live", cache.model)
+    assert kept is not None
+    broken = dataclasses.replace(kept, data=bytes(len(kept.data) // 2))  # truncated bytes
+    switching.states.put("file:///a.py", "live", broken)
+    again = doc_job("file:///a.py", DOCUMENT)
+    assert generate(switching, again) == expected  # never a wrong answer
+    assert again.progress.prompt_tokens_reused == 0
+    assert switching.states.stats.failures == 1
+    assert switching.states.get("file:///a.py", "live", cache.model) is None
+
+
+def test_a_soft_cancel_finishes_the_prompt_up_to_the_cursors_line(switching: LlamaCppBackend):
+    line_start = DOCUMENT.rfind("\n") + 1
+    switching.lane.run_blocking(switching.cache.clear)  # type: ignore[union-attr]
+    cancelled = doc_job("file:///a.py", DOCUMENT, stable_before=line_start)
+    with pytest.raises(Cancelled):
+        run_cancelled(switching, cancelled, CancelReason.TYPED_ON_LINE)
+    assert cancelled.progress.finished_stable
+    held = switching._llm.n_tokens
+    # All of the prompt but the cursor's line, although cancelled as it began.
+    assert cancelled.progress.prompt_tokens - 8 <= held < cancelled.progress.prompt_tokens
+    # The next keystroke's request starts from there.
+    typed = DOCUMENT + "j"
+    nxt = doc_job("file:///a.py", typed, stable_before=line_start)
+    generate(switching, nxt)
+    assert nxt.progress.prompt_tokens_reused >= held - 1
+    # A hard cancel at the same point stops at once.
+    switching.lane.run_blocking(switching.cache.clear)  # type: ignore[union-attr]
+    hard = doc_job("file:///a.py", DOCUMENT, stable_before=line_start)
+    with pytest.raises(Cancelled):
+        run_cancelled(switching, hard, CancelReason.DOCUMENT_CHANGED)
+    assert not hard.progress.finished_stable and switching._llm.n_tokens < held
+
+
+def run_cancelled(backend: LlamaCppBackend, work: CompletionJob, reason: CancelReason) -> None:
+    """Run ``work`` with a cancel for ``reason`` as soon as it has started."""
+    token = CancelToken()
+
+    def keystroke() -> None:
+        while work.progress.started_at is None:
+            time.sleep(0.0005)
+        token.cancel(reason)
+
+    threading.Thread(target=keystroke, daemon=True).start()
+    backend.lane.run_blocking(backend.generate_blocking, work, token)
+
+
+def test_a_moved_window_reuses_its_lines_by_shifting_them(switching: LlamaCppBackend):
+    # Typing new lines: the text after the cursor stays, the window's first lines fall out.
+    head = "def weighted(values):\n    total = 0\n"
+    tail = "    return total\n\n\nprint(weighted([1, 2, 3]))\n"
+
+    def typed(lines: int) -> str:
+        return head + "".join(f"    total += values[{i}] * {i}\n" for i in range(lines)) + "    "
+
+    before = doc_job("file:///w.py", typed(60) + tail, offset=len(typed(60)), budget=256)
+    generate(switching, before)
+    after = doc_job("file:///w.py", typed(68) + tail, offset=len(typed(68)), budget=256)
+    answer = generate(switching, after)
+    assert switching.cache is not None and switching.cache.stats.shifts >= 1
+    # Only the eight new lines are evaluated (and the healed last token): the lines still in
+    # the window were shifted down, not evaluated again.
+    new_lines = switching.count_tokens(typed(68)[len(typed(60)) - 4 :])
+    assert after.progress.prompt_tokens_evaluated <= new_lines + 4
+    assert "values" in answer  # still a sensible suggestion

@@ -62,8 +62,10 @@ async def stats(client: LanguageClient) -> dict[str, Any]:
 
 
 async def test_cancel_during_prompt_evaluation_stops_the_model(client: LanguageClient):
-    # A big window so that prompt evaluation alone takes many seconds.
-    await initialize(client, options={"completion": {"contextTokens": 2500, "precompute": False}})
+    # A big window so that prompt evaluation alone takes many seconds (and no cold-start
+    # window, which would answer first from a small one).
+    options = {"completion": {"contextTokens": 2500, "precompute": False, "coldStartMs": 0}}
+    await initialize(client, options=options)
     source = (Path(json.__file__).parent.parent / "difflib.py").read_text()
     uri = "file:///tmp/lsp-infer-e2e/difflib.py"
     open_document(client, uri, source)

@@ -63,7 +63,9 @@ def _wire_leaves(node: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _base_type(hint: Any) -> Any:
-    """``int | None`` → ``int``; ``list[str]`` → ``list``."""
+    """``int | None`` → ``int``; ``list[str]`` → ``list``; a NewType → what it wraps."""
+    if hasattr(hint, "__supertype__"):
+        return _base_type(hint.__supertype__)
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         assert len(args) == 1, hint

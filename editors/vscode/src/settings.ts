@@ -95,6 +95,20 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     description: 'Prompt layout: `psm` (prefix, suffix, middle), `spm` (suffix first, so a keystroke reuses more of the prompt cache) or `spmv` (`<PRE><SUF>suffix<MID>prefix`: the prefix last). `auto`: the template\'s measured default.',
   },
   {
+    key: 'model.gpuLayers',
+    type: 'string',
+    default: 'auto',
+    description: 'Layers offloaded to a GPU: `auto` is all of them where the installed llama-cpp-python was built with GPU support (CUDA, Metal, Vulkan, ROCm), else none; or a number of layers. `lsp-infer doctor` tells what the build has.',
+  },
+  {
+    key: 'model.stateCacheMb',
+    type: 'integer',
+    default: 256,
+    minimum: 0,
+    maximum: 65536,
+    description: 'Memory (MB) for files\' evaluated prompts, so that switching between files does not evaluate a file\'s prompt again. 0: keep none.',
+  },
+  {
     key: 'completion.enabled',
     type: 'boolean',
     default: true,
@@ -153,6 +167,14 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     minimum: 0,
     maximum: 2000,
     description: 'An automatic request waits this long before starting the model; a keystroke in that time makes it stale without any model work. 0: off.',
+  },
+  {
+    key: 'completion.coldStartMs',
+    type: 'integer',
+    default: 1500,
+    minimum: 0,
+    maximum: 60000,
+    description: 'A suggestion whose prompt is not evaluated yet (a new file, a far place) gets a window small enough to evaluate in about this long; the whole window is evaluated after it is shown. 0: always the whole window.',
   },
   {
     key: 'context.enabled',

@@ -1,0 +1,162 @@
+"""The model's one KV cache: which document's prompt it holds, and moving prompts in and out.
+
+Before a prompt is evaluated, ``prepare`` makes the cache hold as much of the prompt's start
+as it can: the tokens it shares with what the cache holds, runs further on shifted into place
+(kv_reuse.py), or — when the document's kept state (kv_states.py) shares more — that state,
+copied back in. When another document's prompt is about to replace the cache, the cache is
+first copied out under the document it belongs to, so coming back to that file costs a copy
+(milliseconds) instead of the whole prompt (seconds). Runs on the model lane only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lsp_infer.local.kv_reuse import ReusePlan, common_prefix, plan_reuse
+from lsp_infer.local.kv_states import KvState, KvStates
+
+log = logging.getLogger(__name__)
+
+# Fewer tokens than this are not worth a copy (nor a switch to a kept state for).
+KEEP_AT_LEAST = 32
+
+
+@dataclass
+class CacheStats:
+    shifts: int = 0  # prompts that reused a run of the cache shifted into place
+    tokens_shifted: int = 0
+
+
+class KvCache:
+    def __init__(self, llm: Any, states: KvStates, model: Hashable) -> None:
+        self._llm = llm
+        self.states = states
+        self.model = model  # the loaded model and its settings: states of another never fit
+        self.owner: str | None = None  # the document whose prompt the cache holds
+        self.stats = CacheStats()
+        self._seen: set[str] = set()  # documents whose prompt the cache has held
+        import llama_cpp
+
+        self._can_shift = bool(llama_cpp.llama_memory_can_shift(self._memory()))
+
+    def _memory(self) -> Any:
+        import llama_cpp
+
+        return llama_cpp.llama_get_memory(self._llm.ctx)
+
+    def tokens(self) -> list[int]:
+        llm = self._llm
+        return [int(t) for t in llm.input_ids[: llm.n_tokens]]
+
+    def _plan(self, cached: Sequence[int], prompt: Sequence[int]) -> ReusePlan:
+        if self._can_shift:
+            return plan_reuse(cached, prompt)
+        return ReusePlan(common_prefix(cached, prompt))
+
+    def reusable(self, document: str, prompt: Sequence[int]) -> int:
+        """How many of ``prompt``'s tokens ``prepare`` would find evaluated (changes nothing)."""
+        live = self._plan(self.tokens(), prompt).reused
+        kept = self.states.get(document, "live", self.model) if document else None
+        return max(live, self._plan(kept.tokens, prompt).reused if kept else 0)
+
+    def prepare(self, document: str, prompt: Sequence[int]) -> int:
+        """Make the cache hold as much of ``prompt``'s start as it can; the tokens it holds.
+        The cache then belongs to ``document``."""
+        live_plan = self._plan(self.tokens(), prompt)
+        kept = self.states.get(document, "live", self.model) if document else None
+        kept_plan = self._plan(kept.tokens, prompt) if kept is not None else None
+        if self.owner != document:
+            self._save_live(len(self.tokens()) - live_plan.reused)
+            if document in self._seen and kept is None and self.states.enabled:
+                self.states.stats.misses += 1
+        plan = live_plan
+        if kept and kept_plan and kept_plan.reused >= live_plan.reused + KEEP_AT_LEAST:
+            if self.restore(kept):
+                plan = kept_plan
+                self.states.stats.restores += 1
+            else:  # never a wrong answer: the prompt is evaluated afresh
+                plan = ReusePlan(0)
+                self.states.drop(document, "live")
+                self.states.stats.failures += 1
+        self._apply(plan)
+        if document:
+            self.owner = document
+            self._seen.add(document)
+        return plan.reused
+
+    def _save_live(self, lost: int) -> None:
+        """Copy the cache out under its document before another document's prompt replaces
+        it (when that would lose enough of it to matter)."""
+        if self.owner and lost >= KEEP_AT_LEAST and self.states.enabled:
+            try:
+                self.states.put(self.owner, "live", self.snapshot())
+            except MemoryError:  # memory pressure never fails a request: keep nothing
+                self.states.drop(self.owner, "live")
+
+    def _apply(self, plan: ReusePlan) -> None:
+        """Shift the plan's runs into place; the cache then holds ``plan.reused`` tokens."""
+        import llama_cpp
+
+        llm, memory = self._llm, self._memory()
+        for move in plan.moves:
+            llama_cpp.llama_memory_seq_rm(memory, 0, move.target, move.source)
+            llama_cpp.llama_memory_seq_add(
+                memory, 0, move.source, move.source + move.length, move.target - move.source
+            )
+            ids = llm.input_ids
+            ids[move.target : move.target + move.length] = ids[
+                move.source : move.source + move.length
+            ].copy()
+            self.stats.shifts += 1
+            self.stats.tokens_shifted += move.length
+        llm.n_tokens = plan.reused
+
+    def snapshot(self) -> KvState:
+        """A copy of the cache (just the tokens it counts)."""
+        import llama_cpp
+
+        llm = self._llm
+        # Drop anything past the counted tokens (an aborted batch) before copying.
+        llama_cpp.llama_memory_seq_rm(self._memory(), 0, llm.n_tokens, -1)
+        size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
+        data = (ctypes.c_uint8 * size)()
+        llama_cpp.llama_state_seq_get_data(llm.ctx, data, size, 0)
+        return KvState(tuple(self.tokens()), data, self.model)
+
+    def restore(self, state: KvState) -> bool:
+        """Put a copy back; False (and an empty cache) when llama.cpp refuses it."""
+        import llama_cpp
+
+        llm = self._llm
+        self.clear()
+        if not state.tokens:
+            return True
+        data = state.data
+        if isinstance(data, bytes | bytearray):  # not from snapshot(): give llama.cpp a buffer
+            data = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if state.model != self.model or not llama_cpp.llama_state_seq_set_data(
+            llm.ctx, data, len(data), 0
+        ):
+            log.warning("a kept KV state did not restore; the prompt is evaluated afresh")
+            self.clear()
+            return False
+        llm.input_ids[: len(state.tokens)] = state.tokens
+        llm.n_tokens = len(state.tokens)
+        return True
+
+    def clear(self) -> None:
+        import llama_cpp
+
+        llama_cpp.llama_memory_seq_rm(self._memory(), 0, -1, -1)
+        self._llm.n_tokens = 0
+
+    def forget(self, document: str) -> None:
+        """The document closed: its kept states go, and nothing is saved for it later."""
+        self.states.drop(document)
+        self._seen.discard(document)
+        if self.owner == document:
+            self.owner = None
