@@ -150,7 +150,8 @@ def rss_mb(pid: int) -> float:
 
 
 def start(options: dict[str, Any]) -> RawServer:
-    server = RawServer(root=Path("/bench"))
+    log_file = os.environ.get("MULTIFILE_SERVER_LOG", "")
+    server = RawServer(root=Path("/bench"), log_file=log_file)
     server.initialize(options)
     server.wait(server.request("lspInfer/stats", {}), timeout=120)  # the model is loading
     return server

@@ -8,11 +8,16 @@ cursor sits where the code starts and the model must write the line. Two suites:
          their own (json, unittest, logging, concurrent.futures, http, email, importlib, …):
          the answer needs another file
 
-Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][+ctx]:
+Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS]
+[+ctx][+shift]:
   psm        the plain prefix/suffix/middle prompt of the model card (baseline)
   spmv       the current file only, in the server's layout (the SPM variant)
   spmv+ctx   plus extra context: the package's other modules are "open in the editor", and
              extra_context.select picks what fits completion budget (as the server does)
+  spmv@128   a window of 128 tokens instead of --context-tokens (a cold start's window)
+  spmv+shift the window moved: the prompt for the text without the 8 lines above the
+             cursor's line is evaluated first, and the hole's own prompt reuses its cache by
+             shifting the lines both share (KV shift) instead of evaluating them again
 
 Reports exact match (first suggested line == the removed line), edit similarity (difflib
 ratio), and seconds per hole (a cold prompt each: no KV reuse between holes).
@@ -41,6 +46,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from lsp_infer.config import CompletionSettings, ExtraContextSettings, ModelSettings
+from lsp_infer.core.backend import JobOptions
 from lsp_infer.core.cancel import CancelToken
 from lsp_infer.core.engine import CompletionEngine
 from lsp_infer.local.extra_context import OpenDocument, select
@@ -171,10 +177,23 @@ def score(suggestion: str, expected: str) -> tuple[bool, float]:
     return first == expected, difflib.SequenceMatcher(None, first, expected).ratio()
 
 
+def moved_window(hole: Hole, lines: int = 8) -> tuple[str, int]:
+    """The hole's text without the ``lines`` lines above the cursor's line: its window starts
+    that many lines earlier, with the same text after the cursor, as before those lines were
+    typed. Evaluated first, it leaves a cache the hole's own prompt reuses by shifting."""
+    line_start = hole.text.rfind("\n", 0, hole.offset) + 1
+    cut = line_start
+    for _ in range(lines):
+        cut = hole.text.rfind("\n", 0, max(cut - 1, 0)) + 1
+    return hole.text[:cut] + hole.text[line_start:], hole.offset - (line_start - cut)
+
+
 def run_config(
     config: str, suites: dict[str, list[Hole]], context_tokens: int, extra_budget: int
 ) -> dict[str, dict[str, float]]:
-    spec, _, context = config.partition("+")
+    """One configuration, ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx][+shift]."""
+    spec, *flags = config.split("+")
+    spec, _, budget = spec.partition("@")
     order, _, suffix = spec.partition(":")
     lane = ModelLane()
     backend = LlamaCppBackend(lane)
@@ -184,35 +203,36 @@ def run_config(
     settings = CompletionSettings(
         max_tokens=48,
         max_lines=1,
-        context_tokens=context_tokens,
+        context_tokens=int(budget) if budget else context_tokens,
         timeout_ms=20000,
         suffix_tokens=int(suffix) if suffix else CompletionSettings().suffix_tokens,
     )
-    extra_tokens = extra_budget if context == "ctx" else 0
+    extra_tokens = extra_budget if "ctx" in flags else 0
     results: dict[str, dict[str, float]] = {}
+
+    async def one(hole: Hole) -> tuple[str, float]:
+        options = JobOptions(extra=extra_for(hole, extra_tokens), extra_tokens=extra_tokens,
+                             path=hole.module)  # fmt: skip
+        # A fresh context per hole: no KV reuse between holes, same for every config.
+        await lane.run(backend.cache.clear)  # type: ignore[union-attr]
+        if "shift" in flags:  # the window moved since the cache was filled
+            text, offset = moved_window(hole)
+            await engine.complete(text, offset, settings, CancelToken(), None, options)
+        started = time.perf_counter()
+        suggestion = await engine.complete(
+            hole.text, hole.offset, settings, CancelToken(), None, options
+        )
+        return suggestion.text, time.perf_counter() - started
 
     async def go() -> None:
         for name, holes in suites.items():
             exact, similarity, seconds = [], [], []
             for hole in holes:
-                extra: tuple[tuple[str, str], ...] = ()
-                if extra_tokens:
-                    documents = [OpenDocument(f"file:///{p}", p, t) for p, t in hole.siblings]
-                    budget = extra_tokens * TYPICAL_CHARS_PER_TOKEN
-                    chunks = select(f"file:///{hole.module}", hole.text, hole.offset, [], documents,
-                                    budget, lambda _uri: False)  # fmt: skip
-                    extra = tuple((c.path, c.text) for c in chunks)
-                started = time.perf_counter()
-                # A fresh context per hole: no KV reuse between holes, same for every config.
-                await lane.run(lambda: backend._llm.reset())
-                suggestion = await engine.complete(
-                    hole.text, hole.offset, settings, CancelToken(),
-                    extra=extra, extra_tokens=extra_tokens, path=hole.module,
-                )  # fmt: skip
-                seconds.append(time.perf_counter() - started)
-                hit, ratio = score(suggestion.text, hole.expected)
+                text, elapsed = await one(hole)
+                hit, ratio = score(text, hole.expected)
                 exact.append(hit)
                 similarity.append(ratio)
+                seconds.append(elapsed)
             results[name] = {
                 "exact_match": 100 * sum(exact) / len(exact),
                 "edit_similarity": 100 * statistics.mean(similarity),
@@ -220,9 +240,23 @@ def run_config(
             }
 
     asyncio.run(go())
+    cache = backend.cache
+    if "shift" in flags and cache is not None:
+        print(f"  ({config}: {cache.stats.shifts} shifts, {cache.stats.tokens_shifted} tokens "
+              "shifted)")  # fmt: skip
     lane.run_blocking(backend._close)
     lane.shutdown()
     return results
+
+
+def extra_for(hole: Hole, extra_tokens: int) -> tuple[tuple[str, str], ...]:
+    """The package's other modules, "open in the editor", picked as the server picks."""
+    if not extra_tokens:
+        return ()
+    documents = [OpenDocument(f"file:///{p}", p, t) for p, t in hole.siblings]
+    chunks = select(f"file:///{hole.module}", hole.text, hole.offset, [], documents,
+                    extra_tokens * TYPICAL_CHARS_PER_TOKEN, lambda _uri: False)  # fmt: skip
+    return tuple((c.path, c.text) for c in chunks)
 
 
 def main() -> None:
@@ -231,7 +265,10 @@ def main() -> None:
     )
     parser.add_argument("--holes", type=int, default=40, help="holes per suite")
     parser.add_argument("--suite", choices=["local", "cross", "both"], default="local")
-    parser.add_argument("--configs", default="psm,spmv", help="ORDER[:SUFFIX_TOKENS][+ctx],...")
+    parser.add_argument(
+        "--configs", default="psm,spmv",
+        help="ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx][+shift],...",
+    )  # fmt: skip
     parser.add_argument("--context-tokens", type=int, default=512)
     parser.add_argument("--extra-tokens", type=int, default=ExtraContextSettings().extra_tokens)
     parser.add_argument("--seed", type=int, default=0)

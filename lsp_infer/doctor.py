@@ -9,9 +9,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
+from typing import TYPE_CHECKING
 
 from lsp_infer import __version__, models
 from lsp_infer.config import ENV_OVERRIDES, Settings, TeamSettings, load_settings
+
+if TYPE_CHECKING:
+    from lsp_infer.local.llama_cpp import LoadedModel
 
 Say = Callable[[str], None]
 
@@ -105,6 +109,7 @@ def _check_model(checks: Checks, settings: Settings) -> bool:
     checks.ok(
         f"loaded {loaded.name} in {loaded.load_seconds:.2f}s; FIM template {loaded.template.name}"
     )
+    _report_compute(checks, loaded, settings.model.gpu_layers)
     suggestion = result.suggestion.text
     if "a" in suggestion and "b" in suggestion:
         checks.ok(
@@ -113,6 +118,27 @@ def _check_model(checks: Checks, settings: Settings) -> bool:
     else:
         checks.bad(f"test completion looks wrong: {suggestion!r}", "try the embedded default model")
     return True
+
+
+def _report_compute(checks: Checks, loaded: LoadedModel, gpu_layers: str) -> None:
+    """Where the model runs: the build's devices and the layers offloaded (model.gpuLayers)."""
+    gpus = [d for d in loaded.devices if d.kind != "cpu"]
+    devices = ", ".join(f"{d.name} ({d.description})" for d in loaded.devices) or "unknown"
+    checks.ok(f"llama.cpp devices: {devices}")
+    if not gpus:
+        checks.note(
+            "this llama-cpp-python build has no GPU support: the model runs on the CPU "
+            f"({loaded.n_threads} threads). For a GPU, reinstall it with CMAKE_ARGS for "
+            'Metal, CUDA, Vulkan or ROCm (README, "GPU offload")'
+        )
+        if gpu_layers not in ("auto", "0"):
+            checks.bad(
+                f"model.gpuLayers is {gpu_layers}, but this build cannot offload",
+                'set model.gpuLayers to "auto", or install a GPU build',
+            )
+        return
+    offloaded = min(loaded.gpu_layers, loaded.n_layers)
+    checks.ok(f"GPU offload: {offloaded} of {loaded.n_layers} layers on {loaded.compute}")
 
 
 def _check_team(checks: Checks, team: TeamSettings) -> None:

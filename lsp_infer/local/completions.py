@@ -99,6 +99,11 @@ class Flight:
     )
     waiters: int = 0
     kept_by_edit: bool = False  # an edit continued it: a request for it is on its way
+    launched_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def kind(self) -> str:
+        return "evaluation" if self.keep_cache else "precompute" if self.precompute else "request"
 
     @classmethod
     def at(cls, uri: str, shape: Shape, text: str, offset: int, **kinds: Any) -> Flight:
@@ -488,6 +493,8 @@ class Completions:
 
     def _account(self, flight: Flight) -> None:
         progress, token = flight.progress, flight.token
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s", _timeline(flight))
         self.stats.prompt_tokens_evaluated += progress.prompt_tokens_evaluated
         self.stats.prompt_tokens_reused += progress.prompt_tokens_reused
         self.stats.tokens_generated += progress.generated_tokens
@@ -542,6 +549,23 @@ class Completions:
         for flight in self._flights.values():
             flight.stop(CancelReason.SHUTDOWN)
         self._flights.clear()
+
+
+def _timeline(flight: Flight) -> str:
+    """Where one generation's time went, for the debug log."""
+    progress, now = flight.progress, time.monotonic()
+    started = progress.started_at
+    prompt_done = progress.prompt_done_at
+    queued = (started or now) - flight.launched_at
+    prompt = (prompt_done or progress.stopped_at or now) - started if started else 0.0
+    decode = now - prompt_done if prompt_done else 0.0
+    return (
+        f"{flight.kind} {flight.uri}: queued {queued * 1000:.0f} ms, prompt "
+        f"{progress.prompt_tokens} tokens ({progress.prompt_tokens_reused} reused, "
+        f"{progress.prompt_tokens_evaluated} evaluated) {prompt * 1000:.0f} ms, decoded "
+        f"{progress.generated_tokens} tokens {decode * 1000:.0f} ms; "
+        f"{flight.token.reason.name if flight.token.reason else 'finished'}"
+    )
 
 
 def _consume_exception(task: asyncio.Future[Suggestion]) -> None:

@@ -301,6 +301,7 @@ class LlamaCppBackend:
 
     def close(self) -> None:
         self.lane.run_blocking(self._close)
+        self.state = "not loaded"
 
     # -- tokens ---------------------------------------------------------------------
 

@@ -16,10 +16,13 @@ from typing import Any
 
 
 class RawServer:
-    def __init__(self, env: dict[str, str] | None = None, root: Path | None = None) -> None:
+    def __init__(
+        self, env: dict[str, str] | None = None, root: Path | None = None, log_file: str = ""
+    ) -> None:
         base = {k: v for k, v in os.environ.items() if not k.startswith("LSP_INFER_")}
+        logging = ["--log-level", "debug", "--log-file", log_file] if log_file else []
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "lsp_infer", "serve", "--log-level", "warning"],
+            [sys.executable, "-m", "lsp_infer", "serve", "--log-level", "warning", *logging],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -9,6 +9,7 @@ copy of the document equals a reference model of the edits (the `debug` setting 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 
@@ -93,11 +94,14 @@ def server() -> Iterator[RawServer]:
 
 
 counter = iter(range(10**9))
+# CI runs a small campaign; LSP_INFER_FUZZ_EXAMPLES=2000 runs the one RELIABILITY.md records.
+EXAMPLES = int(os.environ.get("LSP_INFER_FUZZ_EXAMPLES", "40"))
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+    max_examples=EXAMPLES, deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)  # fmt: skip
 @given(example=session())
 def test_random_sessions(server: RawServer, example: tuple[str, list[tuple[str, object]]]) -> None:
     text, steps = example
@@ -162,3 +166,96 @@ def test_oversized_frame_is_refused_and_the_server_goes_on(server: RawServer) ->
     server.send_raw(b" " * claimed, length=claimed)
     answer = server.wait(server.request("lspInfer/stats", {}), timeout=120)
     assert "result" in answer and server.process.poll() is None
+
+
+# -- several documents: switches, closes and state-cache evictions -------------------------
+
+
+@st.composite
+def multi_session(draw: st.DrawFn) -> list[tuple[str, int, object]]:
+    """Steps over documents 0-3: (kind, document, data). A document is opened by its first
+    step and may be closed and opened again; every switch between documents moves the
+    model's cache to another document's prompt (saving, restoring, evicting states)."""
+    steps: list[tuple[str, int, object]] = []
+    texts: dict[int, str] = {}
+    for _ in range(draw(st.integers(2, 16))):
+        doc = draw(st.integers(0, 3))
+        if doc not in texts:
+            texts[doc] = draw(TEXT)
+            steps.append(("open", doc, texts[doc]))
+            continue
+        kind = draw(st.sampled_from(["edit", "edit", "complete", "complete", "close", "cancel"]))
+        if kind == "edit":
+            start, end, inserted = draw(edit(texts[doc]))
+            steps.append(("edit", doc, (start, end, inserted, texts[doc])))
+            texts[doc] = texts[doc][:start] + inserted + texts[doc][end:]
+        elif kind == "complete":
+            line = draw(st.integers(0, texts[doc].count("\n") + 1))
+            steps.append(("complete", doc, (line, draw(st.integers(0, 40)))))
+        elif kind == "close":
+            steps.append(("close", doc, None))
+            del texts[doc]
+        else:
+            steps.append(("cancel", doc, None))
+    return steps
+
+
+@pytest.fixture(scope="module")
+def switching_server() -> Iterator[RawServer]:
+    raw = RawServer()
+    # A state cache of 1 MB holds about one of these prompts: most switches evict.
+    raw.initialize({
+        "debug": True, "model": {"stateCacheMb": 1},
+        "completion": {"maxTokens": 4, "contextTokens": 128, "precompute": False},
+    })  # fmt: skip
+    yield raw
+    assert raw.stray == [], f"non-LSP output on stdout: {raw.stray[:3]}"
+    stats = raw.wait(raw.request("lspInfer/stats", {}))["result"]
+    raw.close()
+    if EXAMPLES >= 200:  # a campaign: the cache was exercised, not just present
+        assert stats["stateCache"]["restores"] > 0 and stats["stateCache"]["evictions"] > 0
+
+
+@settings(
+    max_examples=EXAMPLES, deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)  # fmt: skip
+@given(steps=multi_session())
+def test_random_sessions_across_documents(
+    switching_server: RawServer, steps: list[tuple[str, int, object]]
+) -> None:
+    server = switching_server
+    session_id = next(counter)
+    uris = {doc: f"file:///fuzz/s{session_id}_{doc}.py" for doc in range(4)}
+    reference: dict[int, str] = {}
+    versions: dict[int, int] = {}
+    sent: list[int] = []
+    for kind, doc, data in steps:
+        uri = uris[doc]
+        if kind == "open":
+            reference[doc], versions[doc] = str(data), 1
+            server.open(uri, reference[doc])
+        elif kind == "edit":
+            start, end, inserted, before = data  # type: ignore[misc]
+            versions[doc] += 1
+            at, to = reference_position(before, start), reference_position(before, end)
+            server.change(uri, versions[doc], at, to, inserted)
+            reference[doc] = before[:start] + inserted + before[end:]
+        elif kind == "complete":
+            line, character = data  # type: ignore[misc]
+            sent.append(server.inline(uri, line, character))
+        elif kind == "close":
+            server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+            del reference[doc]
+        elif sent:
+            server.notify("$/cancelRequest", {"id": sent[-1]})
+    for msg_id in sent:
+        server.wait(msg_id)
+    counts = server.answer_counts()
+    assert all(counts[msg_id] == 1 for msg_id in sent), {i: counts[i] for i in sent}
+    for doc, text in reference.items():
+        document = server.wait(server.request("lspInfer/debug/document", {"uri": uris[doc]}))
+        assert document["result"]["text"] == text
+        assert document["result"]["version"] == versions[doc]
+        server.notify("textDocument/didClose", {"textDocument": {"uri": uris[doc]}})
+    assert server.process.poll() is None
