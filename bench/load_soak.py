@@ -5,6 +5,9 @@ burst  1,000 inline-completion requests at ~50/s spread over 5 documents, each r
        every request answered exactly once, the last request per document gets the same
        suggestion as a fresh request at that position afterwards, and the model's queue stays
        bounded (stats.queueDepthMax).
+switch (--switch-files N) typing in N real stdlib files in turn, two lines each, a suggestion
+       waited for at every line end, for --soak-minutes; RSS and the per-document KV state
+       cache (bytes held, entries, evictions) every minute, against --state-cache-mb.
 soak   typing (VS Code-style: a request per keystroke, the previous one cancelled) for
        --soak-minutes on a fresh server with the default settings (extra context on), moving
        to a new document (closing the old one) every 600 characters; RSS, threads and open
@@ -13,6 +16,7 @@ soak   typing (VS Code-style: a request per keystroke, the previous one cancelle
 
     python bench/load_soak.py                       # burst + 10-minute soak
     python bench/load_soak.py --requests 200 --soak-minutes 1    # the short version
+    python bench/load_soak.py --switch-files 20 --soak-minutes 60   # an hour in 20 files
 """
 
 from __future__ import annotations
@@ -142,6 +146,65 @@ def soak(server: RawServer, minutes: float) -> dict[str, object]:
     }
 
 
+SWITCH_MODULES = [
+    "textwrap.py", "shlex.py", "glob.py", "csv.py", "difflib.py", "fractions.py", "calendar.py",
+    "pprint.py", "string.py", "configparser.py", "heapq.py", "bisect.py", "statistics.py",
+    "ipaddress.py", "gettext.py", "netrc.py", "dataclasses.py", "functools.py", "tokenize.py",
+    "base64.py",
+]  # fmt: skip
+
+
+def switch_soak(server: RawServer, minutes: float, files: int) -> dict[str, object]:
+    """Typing in ``files`` real files in turn (a few lines each, then the next file), a
+    suggestion waited for at every line end; RSS and the state cache every minute."""
+    stdlib = Path(os.__file__).parent
+    texts = {f"file:///soak/{m}": (stdlib / m).read_text() for m in SWITCH_MODULES[:files]}
+    versions = dict.fromkeys(texts, 1)
+    # Typing goes in at the start of a line in the middle of each file.
+    cursors = {uri: text.index("\n", len(text) // 2) + 1 for uri, text in texts.items()}
+    for uri, text in texts.items():
+        server.open(uri, text)
+    loaded = process_figures(server.process.pid)
+    started, samples, switches, pauses = time.monotonic(), [], 0, 0
+    next_sample = started + 60
+    line = "    value = compute(value, limit)  # typed\n"
+    while time.monotonic() < started + minutes * 60:
+        for uri in texts:
+            if time.monotonic() >= started + minutes * 60:
+                break
+            switches += 1
+            for _ in range(2):  # two lines, each with the suggestion at its end
+                pending = None
+                for char in line:
+                    cut = cursors[uri]
+                    at = end_of(texts[uri][:cut])
+                    versions[uri] += 1
+                    server.change(uri, versions[uri], at, at, char)
+                    texts[uri] = texts[uri][:cut] + char + texts[uri][cut:]
+                    cursors[uri] = cut + 1
+                    if pending is not None:
+                        server.notify("$/cancelRequest", {"id": pending})
+                    cursor = end_of(texts[uri][: cut + 1])
+                    pending = server.inline(uri, cursor["line"], cursor["character"])
+                    time.sleep(0.09)
+                server.wait(pending, timeout=300)
+                pauses += 1
+            if time.monotonic() >= next_sample:
+                figures = process_figures(server.process.pid)
+                state = server.wait(server.request("lspInfer/stats", {}))["result"]["stateCache"]
+                samples.append((round(figures["rss_mb"]), round(state["bytesHeld"] / 2**20, 1),
+                                state["entries"], state["evictions"]))  # fmt: skip
+                next_sample += 60
+    final = server.wait(server.request("lspInfer/stats", {}))["result"]
+    return {
+        "minutes": minutes, "files": files, "switches": switches, "pauses": pauses,
+        "rss_mb_after_load": round(loaded["rss_mb"]),
+        "rss_mb_max": max([s[0] for s in samples] + [round(loaded["rss_mb"])]),
+        "state_cache": final["stateCache"],
+        "per_minute_rss_mb_state_mb_entries_evictions": samples,
+    }  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -149,7 +212,22 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--rate", type=float, default=50.0)
     parser.add_argument("--soak-minutes", type=float, default=10.0)
+    parser.add_argument(
+        "--switch-files", type=int, default=0,
+        help="instead: a soak that types in this many files in turn (at most 20)",
+    )  # fmt: skip
+    parser.add_argument("--state-cache-mb", type=int, default=256)
     args = parser.parse_args()
+    if args.switch_files:
+        server = RawServer()
+        server.initialize({"model": {"stateCacheMb": args.state_cache_mb}})
+        try:
+            result = switch_soak(server, args.soak_minutes, args.switch_files)
+            print("switch soak:", result, flush=True)
+            assert server.process.poll() is None, "the server died"
+        finally:
+            server.close()
+        return
     server = RawServer()
     # Five look-alike documents would be each other's extra context: off for the burst.
     server.initialize({"context": {"enabled": False}})

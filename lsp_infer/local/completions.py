@@ -41,6 +41,11 @@ from lsp_infer.text import MAX_CHARS_PER_TOKEN
 
 log = logging.getLogger(__name__)
 
+# While a background evaluation runs for a document, a request stops it only after the user
+# has not typed for this long: a typist's keystrokes come faster, so the evaluation goes on
+# while they type (measured: BENCHMARKS.md, "Switching files").
+YIELD_MS = 250
+
 Extra = tuple[tuple[str, str], ...]  # other files' code for the prompt: (path, text) pairs
 
 
@@ -192,6 +197,7 @@ class Completions:
         self._idle: dict[str, asyncio.TimerHandle] = {}
         # Requests and edits per document, to see whether a newer one came during a debounce.
         self._activity: dict[str, int] = {}
+        self._last_edit: dict[str, float] = {}  # monotonic time of each document's last edit
         # Documents answered from a smaller window (a cold start): the whole one is evaluated
         # in the background once the answer is out.
         self._cold: set[str] = set()
@@ -358,8 +364,8 @@ class Completions:
         reused = await self._from_flight(uri, text, offset, shape)
         if reused is not None:
             return reused
-        if not explicit and shape.settings.debounce_ms:
-            await self._settle(uri, shape.settings.debounce_ms)
+        if not explicit:
+            await self._settle(uri, self._quiet_ms(uri, shape.settings.debounce_ms))
         flight = self._launch(Flight.at(uri, shape, text, offset), text, offset)
         return await self._wait_for(flight), "model"
 
@@ -405,13 +411,26 @@ class Completions:
             raise _Superseded
         return task.result().text
 
-    async def _settle(self, uri: str, debounce_ms: int) -> None:
+    def _quiet_ms(self, uri: str, debounce_ms: int) -> float:
+        """How long an automatic request waits before it starts the model: the debounce; and
+        while a background evaluation runs for the document (a new pick, or the whole window
+        after a cold start), until the user has not typed for YIELD_MS — that evaluation goes
+        on while the user types, and only a pause stops it for the request."""
+        flight = self._flights.get(uri)
+        if flight is None or not flight.keep_cache or flight.token.cancelled:
+            return debounce_ms
+        since_edit = (time.monotonic() - self._last_edit.get(uri, 0.0)) * 1000
+        return max(debounce_ms, YIELD_MS - since_edit)
+
+    async def _settle(self, uri: str, quiet_ms: float) -> None:
         """Wait a moment before starting the model for an automatic request: when the next
         keystroke comes that fast, the generation would be thrown away. 50 ms trims that
         waste; 150 ms trims more but shows far fewer suggestions while typing (BENCHMARKS.md,
         "Debounce")."""
+        if quiet_ms <= 0:
+            return
         before = self._activity.get(uri)
-        await asyncio.sleep(debounce_ms / 1000)
+        await asyncio.sleep(quiet_ms / 1000)
         if self._activity.get(uri) != before:
             raise _Superseded
 
@@ -513,6 +532,7 @@ class Completions:
         """An edit: keep a generation the edit continues, cancel any other (latest wins)."""
         self.stats.keystrokes += 1
         self._activity[uri] = self._activity.get(uri, 0) + 1
+        self._last_edit[uri] = time.monotonic()
         self._yield_background(uri)
         self._cancel_idle(uri)  # not idle: the refresh waits for the next pause
         flight = self._flights.get(uri)
@@ -522,6 +542,8 @@ class Completions:
         if flight.typed(text, cursor) is not None:
             flight.kept_by_edit = True
         elif edited_on_cursor_line(flight.origin, flight.origin_length, text):
+            if flight.keep_cache and flight.progress.prompt_done_at is None:
+                return  # its prompt up to the line stays valid: it goes on (see _quiet_ms)
             flight.stop(CancelReason.TYPED_ON_LINE)
         else:
             flight.stop(CancelReason.DOCUMENT_CHANGED)
@@ -534,6 +556,7 @@ class Completions:
         self._pinned.pop(uri, None)
         self._candidate.pop(uri, None)
         self._activity.pop(uri, None)  # a request still settling sees the change: stale
+        self._last_edit.pop(uri, None)
         self._cold.discard(uri)
         self._cancel_idle(uri)
 

@@ -17,7 +17,7 @@ from lsp_infer.config import CompletionSettings, ExtraContextSettings
 from lsp_infer.core.backend import CompletionJob, Generation
 from lsp_infer.core.cancel import CancelReason, CancelToken
 from lsp_infer.core.engine import CompletionEngine
-from lsp_infer.local.completions import Completions, Tuning
+from lsp_infer.local.completions import YIELD_MS, Completions, Tuning
 from lsp_infer.local.lane import ModelLane
 
 SETTINGS = CompletionSettings(precompute=False, debounce_ms=0)
@@ -110,7 +110,7 @@ async def test_type_ahead_answers_the_rest_without_the_model() -> None:
 async def test_an_incompatible_edit_supersedes_the_running_generation() -> None:
     completions, _backend = make(char_seconds=0.05)
     first = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m")))
-    await asyncio.sleep(0.08)
+    await until(lambda: "u" in completions._flights and completions._flights["u"].progress.text)
     flight = completions._flights["u"]
     text, _offset = typed(DOC, CURSOR, "x")  # not what the model is writing
     completions.document_changed("u", text)
@@ -304,10 +304,10 @@ async def test_the_pick_waits_for_background_work_still_running_at_the_pause() -
 
 
 async def test_a_keystroke_during_a_new_picks_evaluation_keeps_the_old_pick() -> None:
-    # Evaluating a new pick takes longer than a short pause (seconds on 2 cores). Stopped in
-    # its prompt, it must not leave the next keystroke paying for the rest: the old pick stays
-    # in use until a later pause finishes the evaluation.
-    completions, backend, _context = make_with_context(prompt_seconds=0.3)
+    # Evaluating a new pick takes longer than a short pause (seconds on 2 cores). It goes on
+    # while the user types on the line; a request stops it only after a pause (YIELD_MS), and
+    # must not pay for the rest: the old pick stays in use until a later pause finishes it.
+    completions, backend, _context = make_with_context(prompt_seconds=1.0)
     extra = ExtraContextSettings(idle_ms=100)
     assert await completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m", extra))
     await asyncio.sleep(0.2)  # the pause: the new pick's evaluation starts
@@ -317,8 +317,11 @@ async def test_a_keystroke_during_a_new_picks_evaluation_keeps_the_old_pick() ->
     runs = len(backend.jobs)
     text, offset = typed(DOC, CURSOR, "x")  # not what was suggested: the model runs
     completions.document_changed("u", text)  # typing resumes before it is done
-    assert evaluation.token.reason is CancelReason.TYPED_ON_LINE
+    assert not evaluation.token.cancelled  # typing on the line: the evaluation goes on
+    started = time.monotonic()
     await completions.suggest("u", text, offset, Tuning(SETTINGS, "m", extra))
+    assert time.monotonic() - started >= YIELD_MS / 1000  # a pause stopped it, not a key
+    assert evaluation.token.reason is CancelReason.SUPERSEDED
     assert len(backend.jobs) == runs + 1
     assert backend.extras[-1] == () and completions.stats.context_switches == 0
     # The next pause evaluates it again; once its prompt is done it is in use.
@@ -328,3 +331,26 @@ async def test_a_keystroke_during_a_new_picks_evaluation_keeps_the_old_pick() ->
     completions.document_changed("u", text)
     await completions.suggest("u", text, offset, Tuning(SETTINGS, "m", extra))
     assert backend.extras[-1] == (("other.py", "def helper(): ..."),)
+
+
+async def test_a_background_evaluation_goes_on_while_the_user_types() -> None:
+    # Keystrokes faster than YIELD_MS neither stop the evaluation nor start the model.
+    completions, backend, _context = make_with_context(prompt_seconds=1.5)
+    extra = ExtraContextSettings(idle_ms=100)
+    assert await completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m", extra))
+    await asyncio.sleep(0.2)  # the pause: the new pick's evaluation starts
+    evaluation = completions._flights["u"]
+    assert evaluation.keep_cache
+    runs = len(backend.jobs)
+    text, offset = DOC, CURSOR
+    requests = []
+    for char in "xyz":
+        text, offset = typed(text, offset, char)
+        completions.document_changed("u", text)
+        request = completions.suggest("u", text, offset, Tuning(SETTINGS, "m", extra))
+        requests.append(asyncio.ensure_future(request))
+        await asyncio.sleep(0.1)
+    assert [await r for r in requests[:-1]] == ["", ""]  # overtaken by the next keystroke
+    assert not evaluation.token.cancelled and len(backend.jobs) == runs
+    await requests[-1]  # the pause after the last key: it stopped the evaluation and ran
+    assert evaluation.token.reason is CancelReason.SUPERSEDED and len(backend.jobs) == runs + 1
