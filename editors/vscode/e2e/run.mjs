@@ -658,6 +658,26 @@ async function completionScenario(puppeteer) {
     });
     log(`completion: status item after the suggestion: ${JSON.stringify(after)}`);
 
+
+    // The output channel, through the extension's own command.
+    await vscode.runCommand('lsp-infer: Show Output');
+    const output = await waitFor('the lsp-infer output channel in the panel, with the model ready line', T_UI, async () => {
+      const view = await vscode.outputView();
+      return view && view.lines.some((line) => /Model ready: /.test(line)) ? view : undefined;
+    }).catch(async (error) => {
+      throw new CheckFailed(`${error.message}; output view: ${JSON.stringify(await vscode.outputView())}`);
+    });
+    log(`completion: output panel (${output.channel}): ${output.lines.length} visible lines`);
+    check(/lsp-infer/.test(output.channel ?? ''), `the output panel does not show the lsp-infer channel: ${JSON.stringify(output.channel)}`);
+    await vscode.screenshot('output');
+    const channelFile = await vscode.collectLogs();
+    check(channelFile !== undefined, `no lsp-infer output channel log under ${vscode.userData}/logs`);
+    const channel = fs.readFileSync(channelFile, 'utf8');
+    check(channel.includes(`Starting the server: ${SERVER} serve`), `the output channel does not log the server command: ${channel.slice(0, 2000)}`);
+    check(/Model ready: /.test(channel), 'the output channel does not log the model as ready');
+    check(/Settings sent to the server: /.test(channel), 'the output channel does not log the settings sent');
+    check(!/\[error\]/.test(channel), `the output channel has errors:\n${channel.split('\n').filter((l) => /\[error\]/.test(l)).join('\n')}`);
+
     // The suggestion lifecycle, counted by the server: what VS Code showed, and the Tab.
     const afterTab = await vscode.serverStats('stats-after-tab');
     log(`completion: stats view: ${JSON.stringify(afterTab.view)}`);
@@ -714,25 +734,6 @@ async function completionScenario(puppeteer) {
       check(afterWord.stats['suggestions.accepted'] === 1, `Ctrl+Right counted as a whole accept: ${JSON.stringify(countedWord)}`);
     }
     check(afterWord.stats['suggestions.charactersAccepted'] > afterTab.stats['suggestions.charactersAccepted'], 'the word accepted added no characters accepted');
-
-    // The output channel, through the extension's own command.
-    await vscode.runCommand('lsp-infer: Show Output');
-    const output = await waitFor('the lsp-infer output channel in the panel, with the model ready line', T_UI, async () => {
-      const view = await vscode.outputView();
-      return view && view.lines.some((line) => /Model ready: /.test(line)) ? view : undefined;
-    }).catch(async (error) => {
-      throw new CheckFailed(`${error.message}; output view: ${JSON.stringify(await vscode.outputView())}`);
-    });
-    log(`completion: output panel (${output.channel}): ${output.lines.length} visible lines`);
-    check(/lsp-infer/.test(output.channel ?? ''), `the output panel does not show the lsp-infer channel: ${JSON.stringify(output.channel)}`);
-    await vscode.screenshot('output');
-    const channelFile = await vscode.collectLogs();
-    check(channelFile !== undefined, `no lsp-infer output channel log under ${vscode.userData}/logs`);
-    const channel = fs.readFileSync(channelFile, 'utf8');
-    check(channel.includes(`Starting the server: ${SERVER} serve`), `the output channel does not log the server command: ${channel.slice(0, 2000)}`);
-    check(/Model ready: /.test(channel), 'the output channel does not log the model as ready');
-    check(/Settings sent to the server: /.test(channel), 'the output channel does not log the settings sent');
-    check(!/\[error\]/.test(channel), `the output channel has errors:\n${channel.split('\n').filter((l) => /\[error\]/.test(l)).join('\n')}`);
     log('completion: PASS');
   } catch (error) {
     await vscode.failed();
