@@ -68,6 +68,8 @@ function vscodeModule(): object {
       version: '1.91.0',
       Disposable,
       LogLevel: { Off: 0, Trace: 1, Debug: 2, Info: 3, Warning: 4, Error: 5 },
+      // VS Code's values (vscode.d.ts): the client maps them to LSP's Invoked (1) / Automatic (2).
+      InlineCompletionTriggerKind: { Invoke: 0, Automatic: 1 },
       InlineCompletionList: class {
         constructor(readonly items: unknown[]) {}
       },
@@ -205,6 +207,7 @@ test('an inline completion goes to the server through the middleware; no complet
   const request = received().find((m) => m.method === 'textDocument/inlineCompletion');
   assert.deepEqual(request?.params.textDocument, { uri: 'file:///work/proj/a.py' });
   assert.deepEqual(request?.params.position, { line: 1, character: 11 });
+  assert.deepEqual(request?.params.context, { triggerKind: 2 }, 'typing: Automatic');
   assert.ok(result, 'an answer came back');
   assert.match(fake.statusItem.text, /^\$\(sparkle\) lsp-infer \d+ ms$/);
   // The server's completion-list fallback is registered by the client but never asked.
@@ -237,6 +240,10 @@ test('the lifecycle on the wire: shown goes out as a notification, Tab\'s comman
     { triggerKind: 0, selectedCompletionInfo: undefined },
     { isCancellationRequested: false, onCancellationRequested: () => disposable() },
   );
+  // VS Code's Invoke (0: Alt+\\ or Alt+], which asks again before moving to the next choice) is
+  // LSP's Invoked (1): the server answers it with its choices.
+  const asked = received().filter((m) => m.method === 'textDocument/inlineCompletion').at(-1);
+  assert.deepEqual(asked?.params.context, { triggerKind: 1 });
   const shown = await until('didShowSuggestion', () => received().find((m) => m.method === 'lspInfer/didShowSuggestion'));
   assert.deepEqual(shown.params, { id: 's1' }, 'the first item is the one shown');
   // What VS Code does on Tab: run the item's command, which the client registered for the server.
