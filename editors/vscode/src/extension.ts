@@ -619,7 +619,10 @@ export class Extension implements vscode.Disposable {
       return;
     }
     try {
-      this.renderStats(await client.sendRequest(STATS_METHOD, {}));
+      const stats = await client.sendRequest(STATS_METHOD, {});
+      if (this.statsPanel === panel) {
+        this.renderStats(stats); // not when the view was closed while the server answered
+      }
     } catch (error) {
       this.output.debug(`Refreshing the stats view: ${errorMessage(error)}`);
       this.cancelStatsRefresh = this.schedule(() => void this.refreshStats(), STATS_REFRESH_MS);

@@ -333,8 +333,17 @@ describe('status bar and requests', () => {
     assert.match(panel.html, /<td>Requests<\/td><td class="value">13<\/td>/);
     await fake.commands.get('lsp-infer.showStats')!();
     assert.equal(fake.panels.length, 1);
+    // Closed while a refresh waits for the server: not opened again.
+    let answer!: (value: unknown) => void;
+    lc.setAnswer((method) => (method === 'lspInfer/stats' ? new Promise((resolve) => (answer = resolve)) : null));
+    const refreshing = step();
+    await flush();
     panel.dispose();
+    answer(stats);
+    await refreshing;
+    assert.equal(fake.panels.length, 1);
     assert.equal(timers.length, 0, 'closed: no more refreshes');
+    lc.setAnswer((method) => (method === 'lspInfer/stats' ? stats : null));
 
     lc.setAnswer(() => new lc.ResponseError(-32601, 'Method Not Found: lspInfer/stats'));
     await fake.commands.get('lsp-infer.showStats')!();
