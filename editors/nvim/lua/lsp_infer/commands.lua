@@ -81,7 +81,8 @@ function M.show_stats()
     end
     M.last_stats = stats
     local lines = require("lsp_infer.figures").lines(stats)
-    vim.list_extend(lines, { "", "All counters (kept in the server's memory, never sent anywhere)" })
+    vim.list_extend(lines,
+      { "", "All counters (kept in the server's memory, never sent anywhere)" })
     for _, line in ipairs(M.stats_lines(stats)) do
       table.insert(lines, "  " .. line)
     end

@@ -427,7 +427,8 @@ function M.accept(part)
     if remaining ~= "" then
       -- Keep showing the rest at once; the request that follows the edit refreshes it.
       local new_row, new_col = cursor()
-      local rest = vim.tbl_extend("force", candidate, { text = remaining, done = candidate.done + #piece })
+      local rest = vim.tbl_extend("force", candidate,
+        { text = remaining, done = candidate.done + #piece })
       state.items, state.index = { rest }, 1
       state.anchor, state.tick = { new_row, new_col }, api.nvim_buf_get_changedtick(state.bufnr)
       render(state)

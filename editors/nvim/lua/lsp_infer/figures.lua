@@ -116,7 +116,9 @@ end
 
 local SECTIONS = {
   { "byLength", "by length (characters)", function(label) return label end },
-  { "byLines", "by lines", function(label) return label .. (label == "1" and " line" or " lines") end },
+  { "byLines", "by lines", function(label)
+    return label .. (label == "1" and " line" or " lines")
+  end },
   { "byExtraContext", "by extra context", function(label) return label .. " extra context" end },
 }
 

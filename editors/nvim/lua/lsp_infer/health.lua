@@ -188,7 +188,8 @@ local function check_suggestions(util)
       end
       health.info(("client %d: %s"):format(client.id, table.concat(parts, "; ")))
       health.info("latency per minute:\n" .. table.concat(figures.latency(stats, 5), "\n"))
-      health.info("acceptance rate (accepted of shown):\n" .. table.concat(figures.rates(stats), "\n"))
+      health.info("acceptance rate (accepted of shown):\n"
+        .. table.concat(figures.rates(stats), "\n"))
     end
   end
 end

@@ -39,7 +39,8 @@ end
 local function report_shown(completor)
   local current = completor.current
   local id = current and lifecycle.id_of(current.command)
-  local drawn = #vim.api.nvim_buf_get_extmarks(completor.bufnr, namespace(), 0, -1, { limit = 1 }) > 0
+  local marks = vim.api.nvim_buf_get_extmarks(completor.bufnr, namespace(), 0, -1, { limit = 1 })
+  local drawn = #marks > 0
   if id and drawn then
     lifecycle.show(completor.bufnr, current.client_id, id)
   elseif not current then
