@@ -84,6 +84,9 @@ class CompletionSettings:
     # measured prompt speed; the whole window is evaluated after it is shown. 0: always the
     # whole window.
     cold_start_ms: int = _bounded(1500, 0, 60_000)
+    # An explicitly invoked request (the user asked, e.g. by cycling through suggestions) is
+    # answered with up to this many distinct suggestions; typing always gets one.
+    choices: int = _bounded(3, 1, 10)
 
 
 @dataclass(kw_only=True)

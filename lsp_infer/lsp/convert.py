@@ -20,6 +20,13 @@ DEBUG_DOCUMENT_METHOD = "lspInfer/debug/document"  # request {uri} → {uri, ver
 STATUS_METHOD = "lspInfer/status"  # notification: {"state": loading|ready|failed, "message"}
 REFACTOR_FILE = "lspInfer.refactorFile"
 REFACTOR_FILES = "lspInfer.refactorFiles"
+# The suggestion lifecycle (feedback.py). An item's command, run by the editor when the user
+# accepts it whole: [{"id": ...}].
+ACCEPT_SUGGESTION = "lspInfer.acceptSuggestion"
+# Notifications from the editor: {"id"}; partly accepted: {"id", "acceptedLength"}.
+DID_SHOW_SUGGESTION = "lspInfer/didShowSuggestion"
+DID_PARTIALLY_ACCEPT_SUGGESTION = "lspInfer/didPartiallyAcceptSuggestion"
+DID_DISMISS_SUGGESTION = "lspInfer/didDismissSuggestion"
 
 
 def encoding_from(kind: str | types.PositionEncodingKind | None) -> Encoding:
@@ -60,16 +67,33 @@ def position(line: int, character: int) -> types.Position:
     return types.Position(line=line, character=character)
 
 
-def inline_completion_list(text: str, at: types.Position) -> types.InlineCompletionList:
-    if not text:
-        return types.InlineCompletionList(items=[])
-    return types.InlineCompletionList(
-        items=[types.InlineCompletionItem(insert_text=text, range=types.Range(start=at, end=at))]
+def accept_command(item_id: str) -> types.Command:
+    return types.Command(
+        title="Accept suggestion", command=ACCEPT_SUGGESTION, arguments=[{"id": item_id}]
     )
 
 
-def completion_list(text: str, at: types.Position) -> types.CompletionList:
-    """The suggestion as one completion item, for clients without inline completion."""
+def inline_completion_list(
+    items: Sequence[tuple[str, str]], at: types.Position
+) -> types.InlineCompletionList:
+    """Inline completion items from (text, id) pairs: each carries its id in the command the
+    editor runs when the user accepts it."""
+    return types.InlineCompletionList(
+        items=[
+            types.InlineCompletionItem(
+                insert_text=text,
+                range=types.Range(start=at, end=at),
+                command=accept_command(item_id),
+            )
+            for text, item_id in items
+            if text
+        ]
+    )
+
+
+def completion_list(items: Sequence[tuple[str, str]], at: types.Position) -> types.CompletionList:
+    """The first suggestion as one completion item, for clients without inline completion."""
+    text, item_id = items[0] if items else ("", "")
     if not text:
         return types.CompletionList(is_incomplete=True, items=[])
     first_line = text.strip().splitlines()[0] if text.strip() else text
@@ -84,6 +108,7 @@ def completion_list(text: str, at: types.Position) -> types.CompletionList:
         filter_text=text,
         sort_text="0",
         preselect=True,
+        command=accept_command(item_id),
     )
     # Incomplete: the client asks again as the user types, instead of filtering this one.
     return types.CompletionList(is_incomplete=True, items=[item])
@@ -139,3 +164,27 @@ def refactor_arguments(arguments: Any, *, batch: bool) -> tuple[list[str], str |
     if not isinstance(uri, str):
         raise JsonRpcInvalidParams("uri must be a string")
     return [uri], instruction
+
+
+def _field(params: Any, name: str) -> Any:
+    """A field of a request's or notification's untyped params (pygls hands them over as
+    objects with attributes; a command's arguments are plain JSON)."""
+    if isinstance(params, dict):
+        return params.get(name)
+    return getattr(params, name, None)
+
+
+def suggestion_id(params: Any) -> str | None:
+    """The ``id`` of a lifecycle notification's params or of the accept command's one
+    argument; None when it has none."""
+    value = _field(params, "id")
+    return value if isinstance(value, str) and value else None
+
+
+def accepted_length(params: Any) -> int | None:
+    """``acceptedLength`` of a partial accept: characters of the item's text accepted so far
+    (Unicode code points), or None when it is missing or not a whole number >= 0."""
+    value = _field(params, "acceptedLength")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value

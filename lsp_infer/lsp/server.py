@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,21 +21,29 @@ from pygls.lsp.server import LanguageServer
 
 from lsp_infer import __version__
 from lsp_infer.config import load_settings
-from lsp_infer.documents import DocumentNotOpen
+from lsp_infer.documents import DocumentNotOpen, Snapshot
+from lsp_infer.feedback import Feedback
+from lsp_infer.local.completions import Answer
 from lsp_infer.local.tier import LocalTier
 from lsp_infer.lsp.client import LspEditor
 from lsp_infer.lsp.convert import (
+    ACCEPT_SUGGESTION,
     DEBUG_DOCUMENT_METHOD,
+    DID_DISMISS_SUGGESTION,
+    DID_PARTIALLY_ACCEPT_SUGGESTION,
+    DID_SHOW_SUGGESTION,
     REFACTOR_FILE,
     REFACTOR_FILES,
     SECTION,
     STATS_METHOD,
+    accepted_length,
     code_action,
     completion_list,
     encoding_from,
     inline_completion_list,
     position,
     refactor_arguments,
+    suggestion_id,
 )
 from lsp_infer.lsp.protocol import LspInferProtocol
 from lsp_infer.positions import PositionError, position_at
@@ -59,6 +68,8 @@ class LspInferServer(LanguageServer):
         self.local = LocalTier(self.session, self.editor)
         self.team = TeamCommands(self.session, self.editor)
         self.team_completions = TeamCompletions(self.session, self.team.refactorer.client)
+        # What became of the suggestions (shown, accepted, …), as the editor reports it.
+        self.feedback = Feedback()
         self.settings, _problems = load_settings(None, self.env)
         self._init_options: Any = None
         self._shown_problems: list[str] = []
@@ -121,16 +132,15 @@ class LspInferServer(LanguageServer):
 
     def document_closed(self, uri: str) -> None:
         self.local.closed(uri)
+        self.feedback.forget(uri)
 
     # -- completion -----------------------------------------------------------------
 
     async def suggest(
         self, uri: str, at: types.Position, explicit: bool = False
-    ) -> tuple[str, types.Position]:
-        """The suggestion at a position, and the position it applies to (clamped to the line).
-
-        Routing: an explicitly invoked request may go to the team model (team.completions,
-        with the local model as the fallback); everything typed stays local."""
+    ) -> tuple[list[tuple[str, str]], types.Position]:
+        """The suggestions at a position as (text, id) pairs, and the position they apply to
+        (clamped to the line). The ids are the suggestion lifecycle's (feedback.py)."""
         encoding = self.session.encoding
         try:
             snapshot = self.session.documents.get(uri)
@@ -139,15 +149,47 @@ class LspInferServer(LanguageServer):
             raise JsonRpcInvalidParams(str(exc)) from None
         where = position(*position_at(snapshot.text, offset, encoding, starts=snapshot.starts))
         if not self.settings.completion.enabled or self.session.policy().excluded(uri):
-            return "", where  # off, or an excluded file (secrets never enter a prompt)
+            return [], where  # off, or an excluded file (secrets never enter a prompt)
+        answer = await self._answer(snapshot, offset, explicit)
+        texts = [answer.text] if answer.text else []
+        ids = self.feedback.issue(
+            uri, offset, texts, snapshot.text, source=answer.source, with_extra=answer.with_extra
+        )
+        return list(zip(texts, ids, strict=True)), where
+
+    async def _answer(self, snapshot: Snapshot, offset: int, explicit: bool) -> Answer:
+        """Routing: an explicitly invoked request may go to the team model (team.completions,
+        with the local model as the fallback); everything typed stays local."""
         if explicit:
             settings = self.settings
             team_text = await self.team_completions.suggest(
-                uri, snapshot.text, offset, settings.team, settings.completion
+                snapshot.uri, snapshot.text, offset, settings.team, settings.completion
             )
             if team_text:
-                return team_text, where
-        return (await self.local.suggest(snapshot, offset, explicit)).text, where
+                return Answer(team_text, "team")
+        return await self.local.suggest(snapshot, offset, explicit)
+
+    # -- the suggestion lifecycle (what the editor reports) --------------------------------
+
+    def suggestion_event(self, method: str, params: Any) -> None:
+        """A lifecycle notification; one with a malformed or unknown id is only logged."""
+        item_id, now = suggestion_id(params), time.time()
+        if item_id is None:
+            log.debug("%s without an id: %r", method, params)
+            return
+        if method == DID_SHOW_SUGGESTION:
+            known = self.feedback.shown(item_id, now)
+        elif method == DID_DISMISS_SUGGESTION:
+            known = self.feedback.dismissed(item_id, now)
+        else:
+            length = accepted_length(params)
+            if length is None:
+                log.debug("%s without a valid acceptedLength: %r", method, params)
+                return
+            known = self.feedback.partly_accepted(item_id, length, now)
+        if not known:
+            log.debug("%s: unknown suggestion %s (forgotten, or from before a restart)",
+                      method, item_id)  # fmt: skip
 
     # -- plumbing -------------------------------------------------------------------
 
@@ -183,6 +225,7 @@ def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
     server = LspInferServer(env)
     _register_lifecycle(server)
     _register_completions(server)
+    _register_suggestion_events(server)
     _register_team(server)
     return server
 
@@ -234,8 +277,8 @@ def _register_completions(server: LspInferServer) -> None:
         ls: LspInferServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
         explicit = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
-        text, where = await ls.suggest(params.text_document.uri, params.position, explicit)
-        return inline_completion_list(text, where)
+        items, where = await ls.suggest(params.text_document.uri, params.position, explicit)
+        return inline_completion_list(items, where)
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())
     async def completion(
@@ -245,8 +288,8 @@ def _register_completions(server: LspInferServer) -> None:
         explicit = (
             context is not None and context.trigger_kind == types.CompletionTriggerKind.Invoked
         )
-        text, where = await ls.suggest(params.text_document.uri, params.position, explicit)
-        return completion_list(text, where)
+        items, where = await ls.suggest(params.text_document.uri, params.position, explicit)
+        return completion_list(items, where)
 
     @server.feature(DEBUG_DOCUMENT_METHOD)
     def debug_document(ls: LspInferServer, params: Any) -> dict[str, Any]:
@@ -260,7 +303,33 @@ def _register_completions(server: LspInferServer) -> None:
 
     @server.feature(STATS_METHOD)
     def stats(ls: LspInferServer, params: Any) -> dict[str, Any]:
-        return ls.local.stats()
+        stats = ls.local.stats()
+        stats["suggestions"] = ls.feedback.as_json()
+        return stats
+
+
+def _register_suggestion_events(server: LspInferServer) -> None:
+    """What became of the suggestions, as the editor reports it (all kept in memory here)."""
+
+    @server.command(ACCEPT_SUGGESTION)
+    def accept_suggestion(ls: LspInferServer, *arguments: Any) -> None:
+        item_id = suggestion_id(_one(arguments))
+        if item_id is None:
+            raise JsonRpcInvalidParams(f'{ACCEPT_SUGGESTION} expects one argument {{"id": ...}}')
+        if not ls.feedback.accepted(item_id, time.time()):
+            log.debug("%s: unknown suggestion %s", ACCEPT_SUGGESTION, item_id)
+
+    @server.feature(DID_SHOW_SUGGESTION)
+    def did_show(ls: LspInferServer, params: Any) -> None:
+        ls.suggestion_event(DID_SHOW_SUGGESTION, params)
+
+    @server.feature(DID_PARTIALLY_ACCEPT_SUGGESTION)
+    def did_partially_accept(ls: LspInferServer, params: Any) -> None:
+        ls.suggestion_event(DID_PARTIALLY_ACCEPT_SUGGESTION, params)
+
+    @server.feature(DID_DISMISS_SUGGESTION)
+    def did_dismiss(ls: LspInferServer, params: Any) -> None:
+        ls.suggestion_event(DID_DISMISS_SUGGESTION, params)
 
 
 def _register_team(server: LspInferServer) -> None:

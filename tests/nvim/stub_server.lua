@@ -18,12 +18,31 @@ function M.rest_of(full, line)
   return ""
 end
 
+--- An item as lsp-infer makes it: at the position, with its accept command carrying `id`.
+function M.item(params, text, id)
+  return {
+    insertText = text,
+    range = { start = params.position, ["end"] = params.position },
+    command = { title = "Accept suggestion", command = "lspInfer.acceptSuggestion",
+      arguments = { { id = id } } },
+  }
+end
+
+--- Choices for an Invoked request (the user asked), one suggestion while typing. An id names
+--- the choice and the place: the real server too gives an identical answer the same id.
+M.choices = { "a + b", "b + a", "a" }
+
 function M.answer(params, line)
-  local rest = M.rest_of("a + b", line)
-  if rest == "" then
-    return {}
+  local invoked = params.context and params.context.triggerKind == 1
+  local items = {}
+  for i, full in ipairs(invoked and M.choices or { M.choices[1] }) do
+    local rest = M.rest_of(full, line)
+    if rest ~= "" then
+      local at = params.position
+      table.insert(items, M.item(params, rest, ("s%d:%d:%d"):format(i, at.line, at.character)))
+    end
   end
-  return { { insertText = rest, range = { start = params.position, ["end"] = params.position } } }
+  return items
 end
 
 function M.count(method)
@@ -35,6 +54,16 @@ function M.count(method)
   end
   return n
 end
+
+--- The lifecycle notifications and accept commands, in order, as {event, id[, length]}.
+function M.lifecycle()
+  local out = {}
+  for _, message in ipairs(M.events) do
+    table.insert(out, message)
+  end
+  return out
+end
+M.events = {}
 
 --- Requests (or notifications) of one method, in order: their params.
 function M.sent(method)
@@ -80,6 +109,9 @@ function M.cmd(dispatchers)
       next_id = next_id + 1
       local id = next_id
       table.insert(M.requests, { method, params })
+      if method == "workspace/executeCommand" and params.command == "lspInfer.acceptSuggestion" then
+        table.insert(M.events, { "accept", params.arguments[1].id })
+      end
       local function reply(err, result)
         if pending[id] == nil then
           return
@@ -93,7 +125,12 @@ function M.cmd(dispatchers)
       pending[id] = reply
       if method == "initialize" then
         reply(nil, {
-          capabilities = { inlineCompletionProvider = vim.empty_dict(), textDocumentSync = 2 },
+          capabilities = {
+            inlineCompletionProvider = vim.empty_dict(),
+            textDocumentSync = 2,
+            executeCommandProvider = { commands = { "lspInfer.acceptSuggestion",
+              "lspInfer.refactorFile", "lspInfer.refactorFiles" } },
+          },
           serverInfo = { name = "stub", version = "0" },
         })
       elseif method == "textDocument/inlineCompletion" then
@@ -102,6 +139,8 @@ function M.cmd(dispatchers)
           local line = vim.api.nvim_get_current_line():sub(1, params.position.character)
           reply(nil, { items = M.answer(params, line) })
         end, M.delay_ms)
+      elseif method == "workspace/executeCommand" and params.command == "lspInfer.acceptSuggestion" then
+        reply(nil, vim.NIL)
       elseif method == "workspace/executeCommand" then
         local argument = params.arguments[1]
         local outcomes = {}
@@ -110,7 +149,7 @@ function M.cmd(dispatchers)
         end
         reply(nil, { outcomes = outcomes })
       elseif method == "lspInfer/stats" then
-        reply(nil, { requests = M.count("textDocument/inlineCompletion"), latencyMs = { p50 = 1 } })
+        reply(nil, M.stats or { requests = M.count("textDocument/inlineCompletion"), latencyMs = { p50 = 1 } })
       else
         reply(nil, vim.NIL)
       end
@@ -118,6 +157,10 @@ function M.cmd(dispatchers)
     end,
     notify = function(method, params)
       table.insert(M.notifications, { method, params })
+      local event = method:match("^lspInfer/did(%a+)Suggestion$")
+      if event then
+        table.insert(M.events, { event, params.id, params.acceptedLength })
+      end
       if method == "$/cancelRequest" then
         table.insert(M.cancelled, params.id)
         local reply = pending[params.id]

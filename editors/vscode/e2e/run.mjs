@@ -12,7 +12,13 @@
 //   completion   status bar goes ready; typing `    return ` under `def add(a, b):` shows ghost
 //                text; Tab accepts it; Ctrl+S saves; the file on disk has more than was typed; the
 //                status bar shows the suggestion's latency; the lsp-infer output channel shows the
-//                server's start and its model.
+//                server's start and its model. The suggestion lifecycle: "lsp-infer: Show Stats"
+//                opens the stats view (a webview with the latency chart and acceptance bars) and
+//                logs lspInfer/stats to the output channel, where the server counts exactly one
+//                accepted suggestion, at least one shown, and a shown→accepted time. Then, under
+//                `def sub(a, b):`, Ctrl+Right (VS Code's Accept Next Word, which the extension
+//                wraps) takes the first word of the ghost text, and the server counts it as a
+//                partly accepted suggestion.
 //   bad-command  lspInfer.server.command points at a file that does not exist: the status bar
 //                item turns to its error state and says why, an error notification says the
 //                server was not found, and the output channel has the same error.
@@ -373,6 +379,75 @@ class VSCode {
     });
   }
 
+  /**
+   * "lsp-infer: Show Stats": waits for its stats view (a webview; its page is searched for in
+   * every frame) and for the lspInfer/stats block it logs to the output channel; returns both,
+   * the block as {key: value} with numbers where the value is one.
+   */
+  async serverStats(label) {
+    const channelBlocks = () => {
+      const file = fs.existsSync(path.join(this.userData, 'logs')) ? this.channelLogFile() : undefined;
+      return file ? fs.readFileSync(file, 'utf8').split(/^.*\[info\] lsp-infer stats \(/m).slice(1) : [];
+    };
+    const before = channelBlocks().length;
+    await this.runCommand('lsp-infer: Show Stats');
+    const view = await waitFor('the stats view (a webview with the latency chart)', T_UI, async () => {
+      for (const frame of this.page.frames()) {
+        const found = await frame
+          .evaluate(() => {
+            const chart = document.querySelector('svg.chart, p.empty');
+            return chart
+              ? {
+                  chart: document.querySelector('svg.chart') !== null,
+                  bars: document.querySelectorAll('svg.bars').length,
+                  figures: [...document.querySelectorAll('table.figures tr')].map((row) => row.textContent),
+                }
+              : undefined;
+          })
+          .catch(() => undefined);
+        if (found) {
+          return found;
+        }
+      }
+      return undefined;
+    });
+    await sleep(500); // let the webview paint
+    await this.screenshot(label);
+    const block = await waitFor('the stats in the output channel log', T_UI, () => {
+      const blocks = channelBlocks();
+      return blocks.length > before ? blocks[blocks.length - 1] : undefined;
+    });
+    const stats = {};
+    for (const line of block.split('\n').slice(1)) {
+      const match = /^ {2}(\S+)\s{2,}(.*)$/.exec(line);
+      if (!match) {
+        break;
+      }
+      stats[match[1]] = /^-?\d+(\.\d+)?$/.test(match[2]) ? Number(match[2]) : match[2];
+    }
+    return { view, stats };
+  }
+
+  /** The text of the active editor's line with the cursor (Monaco's current line). */
+  async cursorLine() {
+    return this.page.evaluate(() => {
+      const editor = document.querySelector('.editor-group-container.active .monaco-editor');
+      const current = editor?.querySelector('.view-overlays .current-line');
+      if (!current) {
+        return undefined;
+      }
+      const top = current.parentElement.style.top;
+      const line = [...editor.querySelectorAll('.view-lines .view-line')].find((el) => el.style.top === top);
+      if (!line) {
+        return undefined;
+      }
+      // Ghost text is drawn inside the line: leave it out.
+      const clone = line.cloneNode(true);
+      clone.querySelectorAll('.ghost-text-decoration, .ghost-text-decoration-preview, .ghost-text').forEach((el) => el.remove());
+      return clone.textContent.replace(/\u00a0/g, ' ');
+    });
+  }
+
   /** The visible lines of the output panel's editor, and the channel it shows. */
   async outputView() {
     return this.page.evaluate(() => {
@@ -482,6 +557,9 @@ function baseSettings(extra) {
     'editor.suggestOnTriggerCharacters': false,
     'editor.wordBasedSuggestions': 'off',
     'editor.acceptSuggestionOnEnter': 'off',
+    // What is typed is what lands in the file: no indentation or brackets added on the way.
+    'editor.autoIndent': 'none',
+    'editor.autoClosingBrackets': 'never',
     'files.autoSave': 'off',
     'files.insertFinalNewline': false,
     'files.trimTrailingWhitespace': false,
@@ -580,6 +658,7 @@ async function completionScenario(puppeteer) {
     });
     log(`completion: status item after the suggestion: ${JSON.stringify(after)}`);
 
+
     // The output channel, through the extension's own command.
     await vscode.runCommand('lsp-infer: Show Output');
     const output = await waitFor('the lsp-infer output channel in the panel, with the model ready line', T_UI, async () => {
@@ -598,6 +677,63 @@ async function completionScenario(puppeteer) {
     check(/Model ready: /.test(channel), 'the output channel does not log the model as ready');
     check(/Settings sent to the server: /.test(channel), 'the output channel does not log the settings sent');
     check(!/\[error\]/.test(channel), `the output channel has errors:\n${channel.split('\n').filter((l) => /\[error\]/.test(l)).join('\n')}`);
+
+    // The suggestion lifecycle, counted by the server: what VS Code showed, and the Tab.
+    const afterTab = await vscode.serverStats('stats-after-tab');
+    log(`completion: stats view: ${JSON.stringify(afterTab.view)}`);
+    const counted = Object.fromEntries(Object.entries(afterTab.stats).filter(([key]) => key.startsWith('suggestions.') && !key.includes('.by')));
+    log(`completion: lspInfer/stats suggestions after Tab: ${JSON.stringify(counted)}`);
+    check(afterTab.view.chart && afterTab.view.bars >= 1, `the stats view has no latency chart or acceptance bars: ${JSON.stringify(afterTab.view)}`);
+    check(afterTab.stats['suggestions.accepted'] === 1, `the server does not count exactly one accepted suggestion: ${JSON.stringify(counted)}`);
+    check(afterTab.stats['suggestions.shown'] >= 1, `the server counts no shown suggestion: ${JSON.stringify(counted)}`);
+    check(afterTab.stats['suggestions.shownToAcceptedMs.count'] === 1, `no shown→accepted time for the accepted suggestion: ${JSON.stringify(counted)}`);
+    check(
+      afterTab.stats['suggestions.charactersAccepted'] >= [...inserted.trimEnd()].length,
+      `characters accepted (${afterTab.stats['suggestions.charactersAccepted']}) is less than what Tab inserted (${JSON.stringify(inserted)})`,
+    );
+    check(afterTab.stats['latencyByMinute.bucketSeconds'] === 60, 'lspInfer/stats has no latency per minute');
+
+    // A partial accept: Ctrl+Right (Accept Next Word, through the extension's command).
+    await vscode.openFile('arith.py');
+    await vscode.page.click('.editor-group-container.active .monaco-editor .view-lines');
+    await vscode.page.keyboard.down('Control');
+    await vscode.page.keyboard.press('End');
+    await vscode.page.keyboard.up('Control');
+    const SUB = '\n\ndef sub(a, b):\n    return ';
+    await vscode.page.keyboard.type(SUB, { delay: 80 });
+    const subGhost = await waitFor('ghost text under `def sub(a, b):`', T_GHOST_TEXT, async () => {
+      const line = await vscode.cursorLine();
+      const shown = await vscode.ghostText();
+      return line === '    return ' && shown && shown.inline.trim() !== '' ? shown : undefined;
+    }, 200).catch(async (error) => {
+      throw new CheckFailed(`${error.message}; cursor line ${JSON.stringify(await vscode.cursorLine())}, ghost ${JSON.stringify(await vscode.ghostText())}`);
+    });
+    await sleep(500);
+    const wordGhost = (await vscode.ghostText()) ?? subGhost;
+    log(`completion: ghost text under sub: ${JSON.stringify(wordGhost)}`);
+    await vscode.page.keyboard.down('Control');
+    await vscode.page.keyboard.press('ArrowRight');
+    await vscode.page.keyboard.up('Control');
+    const partial = await waitFor('Ctrl+Right to accept a word of the ghost text', T_UI, async () => {
+      const line = await vscode.cursorLine();
+      return line !== undefined && line !== '    return ' ? line : undefined;
+    });
+    log(`completion: the line after Ctrl+Right: ${JSON.stringify(partial)}`);
+    await vscode.screenshot('next-word');
+    const whole = '    return ' + wordGhost.inline;
+    check(whole.startsWith(partial) && partial.length > '    return '.length, `Ctrl+Right did not insert the start of the ghost text ${JSON.stringify(wordGhost.inline)}: the line is ${JSON.stringify(partial)}`);
+    await vscode.page.keyboard.press('Escape');
+    const afterWord = await vscode.serverStats('stats-after-word');
+    const countedWord = Object.fromEntries(Object.entries(afterWord.stats).filter(([key]) => key.startsWith('suggestions.') && !key.includes('.by')));
+    log(`completion: lspInfer/stats suggestions after Ctrl+Right: ${JSON.stringify(countedWord)}`);
+    if (partial === whole.trimEnd() && wordGhost.below.length === 0) {
+      // The word was all of it: VS Code accepts the item whole and runs its command.
+      check(afterWord.stats['suggestions.accepted'] === 2, `the whole suggestion taken with Ctrl+Right is not counted as accepted: ${JSON.stringify(countedWord)}`);
+    } else {
+      check(afterWord.stats['suggestions.partlyAccepted'] >= 1, `the server counts no partly accepted suggestion after Ctrl+Right: ${JSON.stringify(countedWord)}`);
+      check(afterWord.stats['suggestions.accepted'] === 1, `Ctrl+Right counted as a whole accept: ${JSON.stringify(countedWord)}`);
+    }
+    check(afterWord.stats['suggestions.charactersAccepted'] > afterTab.stats['suggestions.charactersAccepted'], 'the word accepted added no characters accepted');
     log('completion: PASS');
   } catch (error) {
     await vscode.failed();

@@ -16,6 +16,8 @@ export const COMMANDS = {
   setTeamApiKey: 'lsp-infer.setTeamApiKey',
   showOutput: 'lsp-infer.showOutput',
   showMenu: 'lsp-infer.showMenu',
+  acceptNextWord: 'lsp-infer.acceptNextWord',
+  acceptNextLine: 'lsp-infer.acceptNextLine',
 } as const;
 
 export type CommandId = (typeof COMMANDS)[keyof typeof COMMANDS];

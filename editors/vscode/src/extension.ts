@@ -36,6 +36,7 @@ import {
   toggleTarget,
   validateInstruction,
 } from './commands';
+import { ACCEPT_SUGGESTION, type LifecycleMessage, type Offered, SuggestionTracker, suggestionId } from './lifecycle';
 import { redactingChannel } from './logging';
 import { RestartPolicy } from './restartPolicy';
 import { formatCommand, nodeHost, resolveServerCommand } from './serverCommand';
@@ -48,7 +49,8 @@ import {
   SECTION,
   type ServerSettings,
 } from './settings';
-import { flattenStats, formatStats, STATS_METHOD, statsErrorMessage } from './stats';
+import { formatStats, STATS_METHOD, statsErrorMessage } from './stats';
+import { statsHtml } from './statsView';
 import { initialState, reduce, render, type StatusEvent, type StatusState, suggestionCount } from './status';
 
 const CLIENT_ID = 'lspInfer'; // also the prefix of the `lspInfer.trace.server` setting
@@ -89,6 +91,27 @@ export interface ExtensionOptions {
 
 /** Wait after a failure before reporting it, so that the server's last stderr lines are read. */
 const SETTLE_MS = 200;
+/** The stats view asks the server again this often while it is visible. */
+const STATS_REFRESH_MS = 10_000;
+/** VS Code's own partial accepts, which the extension's commands run and then report. */
+const ACCEPT_NEXT = { word: 'editor.action.inlineSuggest.acceptNextWord', line: 'editor.action.inlineSuggest.acceptNextLine' } as const;
+
+type InlineResult = vscode.InlineCompletionItem[] | vscode.InlineCompletionList | null | undefined;
+
+/** The server's items in an answer, with their ids and where they start in the document. */
+function offered(document: vscode.TextDocument, position: vscode.Position, result: InlineResult): Offered[] {
+  const items = Array.isArray(result) ? result : (result?.items ?? []);
+  const out: Offered[] = [];
+  for (const item of items) {
+    const id = suggestionId(item.command);
+    const text = typeof item.insertText === 'string' ? item.insertText : item.insertText.value;
+    if (id === undefined) {
+      return []; // not the lifecycle's (an older server): nothing to report
+    }
+    out.push({ id, text, start: document.offsetAt(item.range?.start ?? position) });
+  }
+  return out;
+}
 
 export class Extension implements vscode.Disposable {
   readonly output: vscode.LogOutputChannel;
@@ -109,6 +132,10 @@ export class Extension implements vscode.Disposable {
   /** Starts and stops run one after another. */
   private queue: Promise<void> = Promise.resolve();
   private disposed = false;
+  /** What was shown of the current server's suggestions, and what became of it. */
+  private readonly tracker = new SuggestionTracker();
+  private statsPanel: vscode.WebviewPanel | undefined;
+  private cancelStatsRefresh: (() => void) | undefined;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -136,8 +163,12 @@ export class Extension implements vscode.Disposable {
     register(COMMANDS.setTeamApiKey, () => this.setTeamApiKey());
     register(COMMANDS.showOutput, () => this.output.show(true));
     register(COMMANDS.showMenu, () => this.showMenu());
+    register(COMMANDS.acceptNextWord, () => this.acceptNext('word'));
+    register(COMMANDS.acceptNextLine, () => this.acceptNext('line'));
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
+      vscode.window.onDidChangeActiveTextEditor((editor) => this.report(this.tracker.focused(editor?.document.uri.toString()))),
+      vscode.workspace.onDidCloseTextDocument((document) => this.report(this.tracker.left(document.uri.toString()))),
       this.context.secrets.onDidChange(async (event) => {
         if (event.key === API_KEY_SECRET) {
           await this.loadApiKey();
@@ -243,6 +274,7 @@ export class Extension implements vscode.Disposable {
   private async startClient(): Promise<void> {
     const generation = ++this.generation;
     this.hint = undefined;
+    this.tracker.reset();
     this.dispatch({ type: 'serverStarting' });
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
     const workspaceFolder = folder?.scheme === 'file' ? folder.fsPath : undefined;
@@ -365,7 +397,20 @@ export class Extension implements vscode.Disposable {
           }
           const answered = !token.isCancellationRequested && suggestionCount(result) > 0;
           this.dispatch({ type: 'requestFinished', latencyMs: answered ? Date.now() - started : undefined });
+          if (!token.isCancellationRequested) {
+            // VS Code shows the first item of the answer to a request it did not cancel.
+            this.report(this.tracker.answered(document.uri.toString(), offered(document, position, result)));
+          }
           return result;
+        },
+        // The accept command of an item (VS Code runs it when the item is accepted whole)
+        // goes on to the server; here it ends the suggestion shown in its document.
+        executeCommand: (command, args, next) => {
+          if (command === ACCEPT_SUGGESTION) {
+            const id = suggestionId({ command, arguments: args });
+            this.report(id === undefined ? [] : this.tracker.accepted(id));
+          }
+          return next(command, args);
         },
         // The server also offers a textDocument/completion fallback for editors without inline
         // completion. VS Code has it, and asking both on every keystroke would make the two
@@ -539,16 +584,105 @@ export class Extension implements vscode.Disposable {
       return;
     }
     this.output.info(formatStats(stats).join('\n'));
-    const picked = await vscode.window.showQuickPick(
-      [
-        ...flattenStats(stats).map((row) => ({ label: row.key, description: row.value })),
-        { label: '$(output) Show in output', description: '', alwaysShow: true },
-      ],
-      { title: 'lsp-infer stats', placeHolder: 'Counters since the server started' },
-    );
-    if (picked?.label === '$(output) Show in output') {
-      this.output.show(true);
+    this.renderStats(stats);
+  }
+
+  /** The stats view (a webview of inline SVG, no script), opened or brought forward. */
+  private renderStats(stats: unknown): void {
+    let panel = this.statsPanel;
+    if (panel === undefined) {
+      panel = vscode.window.createWebviewPanel('lspInfer.stats', 'lsp-infer stats', vscode.ViewColumn.Active, { enableScripts: false });
+      this.statsPanel = panel;
+      panel.onDidDispose(() => {
+        this.statsPanel = undefined;
+        this.cancelStatsRefresh?.();
+        this.cancelStatsRefresh = undefined;
+      });
+    } else if (!panel.visible) {
+      panel.reveal();
     }
+    panel.webview.html = statsHtml(stats, { cspSource: panel.webview.cspSource, when: new Date() });
+    this.cancelStatsRefresh?.();
+    this.cancelStatsRefresh = this.schedule(() => void this.refreshStats(), STATS_REFRESH_MS);
+  }
+
+  /** While the view is open: ask again, quietly (a failure keeps the last figures). */
+  private async refreshStats(): Promise<void> {
+    this.cancelStatsRefresh = undefined;
+    const panel = this.statsPanel;
+    const client = this.client;
+    if (panel === undefined) {
+      return;
+    }
+    if (!panel.visible || client === undefined || !client.isRunning()) {
+      this.cancelStatsRefresh = this.schedule(() => void this.refreshStats(), STATS_REFRESH_MS);
+      return;
+    }
+    try {
+      const stats = await client.sendRequest(STATS_METHOD, {});
+      if (this.statsPanel === panel) {
+        this.renderStats(stats); // not when the view was closed while the server answered
+      }
+    } catch (error) {
+      this.output.debug(`Refreshing the stats view: ${errorMessage(error)}`);
+      this.cancelStatsRefresh = this.schedule(() => void this.refreshStats(), STATS_REFRESH_MS);
+    }
+  }
+
+  // -- the suggestion lifecycle -------------------------------------------------------------
+
+  /** Tell the server what became of its suggestions (notifications; nothing waits for them). */
+  private report(messages: readonly LifecycleMessage[]): void {
+    const client = this.client;
+    if (messages.length === 0 || client === undefined || !client.isRunning()) {
+      return;
+    }
+    for (const message of messages) {
+      client.sendNotification(message.method, message.params).catch((error: unknown) => {
+        this.output.debug(`Could not send ${message.method}: ${errorMessage(error)}`);
+      });
+    }
+  }
+
+  /**
+   * VS Code's Accept Next Word / Line (bound to its keys while a suggestion is shown), then
+   * how much of the shown suggestion is in the document now (a partial accept).
+   */
+  async acceptNext(part: 'word' | 'line'): Promise<void> {
+    const editor = vscode.window.activeTextEditor;
+    const version = editor?.document.version;
+    const changed = editor === undefined ? undefined : this.nextChange(editor.document);
+    await vscode.commands.executeCommand(ACCEPT_NEXT[part]);
+    if (editor === undefined || changed === undefined) {
+      return;
+    }
+    const document = editor.document;
+    if (document.version === version) {
+      await changed; // the edit can reach the extension host after the command's answer
+    }
+    this.report(
+      this.tracker.partlyAccepted(document.uri.toString(), (start) => {
+        const cursor = editor.selection.active;
+        return document.offsetAt(cursor) >= start ? document.getText(new vscode.Range(document.positionAt(start), cursor)) : undefined;
+      }),
+    );
+  }
+
+  /** Resolves at the document's next change, or after a moment without one. */
+  private nextChange(document: vscode.TextDocument): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        listener.dispose();
+        cancel();
+        resolve();
+      };
+      const listener = vscode.workspace.onDidChangeTextDocument((event) => {
+        if (event.document === document) {
+          done();
+        }
+      });
+      const cancel = this.schedule(done, 250);
+    });
   }
 
   async setTeamApiKey(): Promise<void> {
@@ -617,6 +751,8 @@ export class Extension implements vscode.Disposable {
   async dispose(): Promise<void> {
     this.disposed = true;
     this.cancelRestart?.();
+    this.cancelStatsRefresh?.();
+    this.statsPanel?.dispose();
     await this.queue.catch(() => undefined);
     await this.stopClient();
     for (const disposable of this.disposables.splice(0)) {

@@ -177,6 +177,14 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     description: 'A suggestion whose prompt is not evaluated yet (a new file, a far place) gets a window small enough to evaluate in about this long; the whole window is evaluated after it is shown. 0: always the whole window.',
   },
   {
+    key: 'completion.choices',
+    type: 'integer',
+    default: 3,
+    minimum: 1,
+    maximum: 10,
+    description: 'Most suggestions offered when you ask for them (Alt+] / Alt+[ cycle through them: the first press asks the server); a suggestion shown while typing is always one.',
+  },
+  {
     key: 'context.enabled',
     type: 'boolean',
     default: true,

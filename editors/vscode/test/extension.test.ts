@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import * as lc from './fakes/languageclient';
-import { FakeVscode, Uri } from './fakes/vscode';
+import { FakeDocument, FakeVscode, Position, Uri } from './fakes/vscode';
 
 const ROOT = path.join(__dirname, '..', '..');
 const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
@@ -272,7 +272,8 @@ describe('status bar and requests', () => {
     assert.equal(fake.statusItem.text, '$(sparkle) lsp-infer');
     const provide = client.clientOptions.middleware.provideInlineCompletionItems;
     let release!: (value: unknown) => void;
-    const pending = provide({}, {}, {}, { isCancellationRequested: false }, () => new Promise((resolve) => (release = resolve)));
+    const document = new FakeDocument(Uri.file('/work/proj/a.py'), 'def add(a, b):\n    return ');
+    const pending = provide(document, new Position(1, 11), {}, { isCancellationRequested: false }, () => new Promise((resolve) => (release = resolve)));
     await flush();
     assert.match(fake.statusItem.text, /sync~spin/, 'busy while a request is in flight');
     release({ items: [{ insertText: 'a + b' }] });
@@ -304,17 +305,46 @@ describe('status bar and requests', () => {
     assert.equal(client.clientOptions.middleware.provideCompletionItem({}, {}, {}, {}, () => assert.fail('asked')), undefined);
   });
 
-  test('stats: formatted in the output and a quick pick; an older server gets "update it"', async () => {
+  test('stats: formatted in the output and drawn in a webview; an older server gets "update it"', async () => {
     serverExists();
     const client = await activate();
-    lc.setAnswer((method) => (method === 'lspInfer/stats' ? { requests: 12, latencyMs: { p50: 150.4 } } : null));
+    const stats = {
+      requests: 12,
+      latencyMs: { p50: 150.4 },
+      latencyByMinute: { bucketSeconds: 60, points: [{ t: 60, count: 12, p50: 150.4, p95: 300 }] },
+      suggestions: { shown: 3, accepted: 1, acceptanceRate: 1 / 3 },
+    };
+    lc.setAnswer((method) => (method === 'lspInfer/stats' ? stats : null));
     await fake.commands.get('lsp-infer.showStats')!();
     assert.deepEqual(client.requests.at(-1), { method: 'lspInfer/stats', params: {} });
-    assert.ok(fake.log.some((line) => /requests\s+12/.test(line) && /latencyMs\.p50\s+150/.test(line)));
-    assert.deepEqual(fake.quickPicks[0].items.slice(0, 2), [
-      { label: 'requests', description: '12' },
-      { label: 'latencyMs.p50', description: '150' },
-    ]);
+    assert.ok(fake.log.some((line) => /requests\s+12/.test(line) && /latencyMs\.p50\s+150/.test(line) && /suggestions\.accepted\s+1/.test(line)));
+    assert.equal(fake.panels.length, 1);
+    const panel = fake.panels[0];
+    assert.equal(panel.viewType, 'lspInfer.stats');
+    assert.deepEqual(panel.options, { enableScripts: false });
+    assert.match(panel.html, /<svg class="chart"/);
+    assert.match(panel.html, /33 % \(1\/3\)/);
+    assert.match(panel.html, /vscode-webview:\/\/fake/, 'the webview\'s CSP source');
+
+    // Open: asked again every 10 s while visible; the command again reuses the panel.
+    stats.requests = 13;
+    assert.equal(timers.at(-1)?.ms, 10_000);
+    await step();
+    assert.match(panel.html, /<td>Requests<\/td><td class="value">13<\/td>/);
+    await fake.commands.get('lsp-infer.showStats')!();
+    assert.equal(fake.panels.length, 1);
+    // Closed while a refresh waits for the server: not opened again.
+    let answer!: (value: unknown) => void;
+    lc.setAnswer((method) => (method === 'lspInfer/stats' ? new Promise((resolve) => (answer = resolve)) : null));
+    const refreshing = step();
+    await flush();
+    panel.dispose();
+    answer(stats);
+    await refreshing;
+    assert.equal(fake.panels.length, 1);
+    assert.equal(timers.length, 0, 'closed: no more refreshes');
+    lc.setAnswer((method) => (method === 'lspInfer/stats' ? stats : null));
+
     lc.setAnswer(() => new lc.ResponseError(-32601, 'Method Not Found: lspInfer/stats'));
     await fake.commands.get('lsp-infer.showStats')!();
     assert.match(fake.messages.at(-1)!.text, /does not answer lspInfer\/stats yet/);
@@ -491,5 +521,83 @@ describe('refactor commands', () => {
     fake.inputs.push('x');
     await fake.commands.get('lsp-infer.refactorFile')!();
     assert.equal(fake.messages.length, count);
+  });
+});
+
+describe('the suggestion lifecycle', () => {
+  const TEXT = 'def add(a, b):\n    return ';
+  const item = (id: string, insertText: string) => ({ insertText, command: { title: 'Accept', command: 'lspInfer.acceptSuggestion', arguments: [{ id }] } });
+  const lifecycle = (client: lc.LanguageClient) => client.notifications.filter((n) => n.method.startsWith('lspInfer/did'));
+  const ask = (client: lc.LanguageClient, document: FakeDocument, items: unknown[], cancelled = false) =>
+    client.clientOptions.middleware.provideInlineCompletionItems(document, document.positionAt(document.text.length), {}, { isCancellationRequested: cancelled }, async () => ({ items }));
+
+  test('shown: the first item of an answer VS Code still wanted; dismissed when something else comes', async () => {
+    serverExists();
+    const client = await activate();
+    const document = new FakeDocument(Uri.file('/work/proj/a.py'), TEXT);
+    await ask(client, document, [item('s1', 'a + b'), item('s2', 'b + a')]);
+    await ask(client, document, [item('s1', 'a + b'), item('s2', 'b + a')]); // Alt+] asks again
+    await ask(client, document, [item('s9', 'x')], true); // cancelled: VS Code drops it
+    assert.deepEqual(lifecycle(client), [{ method: 'lspInfer/didShowSuggestion', params: { id: 's1' } }]);
+    document.text = TEXT + 'a';
+    await ask(client, document, [item('s3', ' - b')]);
+    await ask(client, document, []);
+    assert.deepEqual(lifecycle(client).slice(1), [
+      { method: 'lspInfer/didShowSuggestion', params: { id: 's3' } },
+      { method: 'lspInfer/didDismissSuggestion', params: { id: 's1' } },
+      { method: 'lspInfer/didDismissSuggestion', params: { id: 's3' } },
+    ]);
+  });
+
+  test('accepted: the item\'s command goes to the server; a choice cycled past is dismissed', async () => {
+    serverExists();
+    const client = await activate();
+    const document = new FakeDocument(Uri.file('/work/proj/a.py'), TEXT);
+    await ask(client, document, [item('s1', 'a + b'), item('s2', 'b + a')]);
+    const next = (command: string, args: unknown[]) => ({ ran: command, args });
+    const ran = await client.clientOptions.middleware.executeCommand('lspInfer.acceptSuggestion', [{ id: 's2' }], next);
+    assert.deepEqual(ran, { ran: 'lspInfer.acceptSuggestion', args: [{ id: 's2' }] }, 'passed on to the server');
+    assert.deepEqual(lifecycle(client).slice(1), [{ method: 'lspInfer/didDismissSuggestion', params: { id: 's1' } }]);
+    assert.deepEqual(await client.clientOptions.middleware.executeCommand('lspInfer.refactorFile', [{}], next), { ran: 'lspInfer.refactorFile', args: [{}] });
+    assert.equal(lifecycle(client).length, 2);
+  });
+
+  test('partly accepted: Accept Next Word runs VS Code\'s, then reports how much of the item is in', async () => {
+    serverExists();
+    const client = await activate();
+    const document = new FakeDocument(Uri.file('/work/proj/a.py'), TEXT);
+    const editor = { document, selection: { active: document.positionAt(TEXT.length) } };
+    fake.activeTextEditor = editor;
+    await ask(client, document, [item('s1', 'a + b')]);
+    // VS Code's own command: inserts "a " at the cursor and moves it (here, by hand).
+    fake.commands.set('editor.action.inlineSuggest.acceptNextWord', () => {
+      document.text += 'a ';
+      document.version += 1;
+      editor.selection = { active: document.positionAt(document.text.length) };
+    });
+    await fake.commands.get('lsp-infer.acceptNextWord')!();
+    assert.deepEqual(fake.executed.at(-1), { command: 'editor.action.inlineSuggest.acceptNextWord', args: [] });
+    assert.deepEqual(lifecycle(client).at(-1), { method: 'lspInfer/didPartiallyAcceptSuggestion', params: { id: 's1', acceptedLength: 2 } });
+    // Nothing shown by lsp-infer (another provider's suggestion): VS Code's command, no report.
+    fake.activeEditorChanged.fire(undefined);
+    assert.deepEqual(lifecycle(client).at(-1), { method: 'lspInfer/didDismissSuggestion', params: { id: 's1' } });
+    const sent = lifecycle(client).length;
+    await fake.commands.get('lsp-infer.acceptNextWord')!();
+    assert.equal(lifecycle(client).length, sent);
+  });
+
+  test('a closed document dismisses its suggestion; a restarted server starts afresh', async () => {
+    serverExists();
+    const client = await activate();
+    const document = new FakeDocument(Uri.file('/work/proj/a.py'), TEXT);
+    await ask(client, document, [item('s1', 'a + b')]);
+    fake.documentClosed.fire({ uri: document.uri });
+    assert.deepEqual(lifecycle(client).at(-1), { method: 'lspInfer/didDismissSuggestion', params: { id: 's1' } });
+    await ask(client, document, [item('s2', 'a + b')]);
+    await fake.commands.get('lsp-infer.restartServer')!();
+    const second = lc.clients.at(-1)!;
+    assert.notEqual(second, client);
+    fake.documentClosed.fire({ uri: document.uri });
+    assert.deepEqual(lifecycle(second), [], 'the old server\'s ids are not sent to the new one');
   });
 });

@@ -68,6 +68,8 @@ function vscodeModule(): object {
       version: '1.91.0',
       Disposable,
       LogLevel: { Off: 0, Trace: 1, Debug: 2, Info: 3, Warning: 4, Error: 5 },
+      // VS Code's values (vscode.d.ts): the client maps them to LSP's Invoked (1) / Automatic (2).
+      InlineCompletionTriggerKind: { Invoke: 0, Automatic: 1 },
       InlineCompletionList: class {
         constructor(readonly items: unknown[]) {}
       },
@@ -195,7 +197,7 @@ test('a status sent before the initialize answer is dropped by the client (the r
 
 test('an inline completion goes to the server through the middleware; no completion-list provider is asked', async () => {
   await until('the inline provider', () => inlineProvider);
-  const document = { uri: Uri.file('/work/proj/a.py'), languageId: 'python', version: 1, getText: () => 'def add(a, b):\n    return ' };
+  const document = { uri: Uri.file('/work/proj/a.py'), languageId: 'python', version: 1, getText: () => 'def add(a, b):\n    return ', offsetAt: () => 26 };
   const result = await inlineProvider!.provideInlineCompletionItems(
     document,
     { line: 1, character: 11 },
@@ -205,6 +207,7 @@ test('an inline completion goes to the server through the middleware; no complet
   const request = received().find((m) => m.method === 'textDocument/inlineCompletion');
   assert.deepEqual(request?.params.textDocument, { uri: 'file:///work/proj/a.py' });
   assert.deepEqual(request?.params.position, { line: 1, character: 11 });
+  assert.deepEqual(request?.params.context, { triggerKind: 2 }, 'typing: Automatic');
   assert.ok(result, 'an answer came back');
   assert.match(fake.statusItem.text, /^\$\(sparkle\) lsp-infer \d+ ms$/);
   // The server's completion-list fallback is registered by the client but never asked.
@@ -222,13 +225,33 @@ test('a settings change: didChangeConfiguration with null settings, then the ser
   assert.deepEqual(answer.result, [{ model: { nCtx: 8192, nThreads: null }, completion: { maxLines: 4 }, team: { apiKey: API_KEY } }]);
 });
 
-test('stats come back from the server', async () => {
-  fake.picks.push(() => undefined);
+test('stats come back from the server, into the output and the stats view', async () => {
   await fake.commands.get('lsp-infer.showStats')!();
-  assert.deepEqual(fake.quickPicks.at(-1)!.items.slice(0, 2), [
-    { label: 'requests', description: '1' },
-    { label: 'latencyMs.p50', description: '20' },
-  ]);
+  assert.ok(fake.log.some((line) => /requests\s+1\n/.test(line) && /latencyMs\.p50\s+20/.test(line)));
+  assert.match(fake.panels.at(-1)!.html, /<td>Requests<\/td><td class="value">1<\/td>/);
+  fake.panels.at(-1)!.dispose();
+});
+
+test('the lifecycle on the wire: shown goes out as a notification, Tab\'s command as workspace/executeCommand', async () => {
+  const document = { uri: Uri.file('/work/proj/b.py'), languageId: 'python', version: 1, getText: () => 'x = ', offsetAt: () => 4 };
+  await inlineProvider!.provideInlineCompletionItems(
+    document,
+    { line: 0, character: 4 },
+    { triggerKind: 0, selectedCompletionInfo: undefined },
+    { isCancellationRequested: false, onCancellationRequested: () => disposable() },
+  );
+  // VS Code's Invoke (0: Alt+\\ or Alt+], which asks again before moving to the next choice) is
+  // LSP's Invoked (1): the server answers it with its choices.
+  const asked = received().filter((m) => m.method === 'textDocument/inlineCompletion').at(-1);
+  assert.deepEqual(asked?.params.context, { triggerKind: 1 });
+  const shown = await until('didShowSuggestion', () => received().find((m) => m.method === 'lspInfer/didShowSuggestion'));
+  assert.deepEqual(shown.params, { id: 's1' }, 'the first item is the one shown');
+  // What VS Code does on Tab: run the item's command, which the client registered for the server.
+  const accept = await until('the accept command', () => fake.commands.get('lspInfer.acceptSuggestion'));
+  await accept({ id: 's1' });
+  const executed = await until('workspace/executeCommand', () => received().find((m) => m.method === 'workspace/executeCommand'));
+  assert.deepEqual(executed.params, { command: 'lspInfer.acceptSuggestion', arguments: [{ id: 's1' }] });
+  assert.ok(!received().some((m) => m.method === 'lspInfer/didDismissSuggestion'));
 });
 
 test('the API key is nowhere in the output, even with verbose tracing', async () => {

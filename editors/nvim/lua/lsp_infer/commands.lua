@@ -80,7 +80,13 @@ function M.show_stats()
       return
     end
     M.last_stats = stats
-    M.float("lsp-infer stats", M.stats_lines(stats))
+    local lines = require("lsp_infer.figures").lines(stats)
+    vim.list_extend(lines,
+      { "", "All counters (kept in the server's memory, never sent anywhere)" })
+    for _, line in ipairs(M.stats_lines(stats)) do
+      table.insert(lines, "  " .. line)
+    end
+    M.float("lsp-infer stats", lines)
   end)
 end
 
@@ -108,7 +114,7 @@ function M.create()
   end, { desc = "lsp-infer: cancel the refactors in progress" })
   api.nvim_create_user_command("LspInferStats", function()
     M.show_stats()
-  end, { desc = "lsp-infer: show the server's counters and latencies" })
+  end, { desc = "lsp-infer: latency, acceptance rates and every counter of the server" })
   api.nvim_create_user_command("LspInferToggle", function(args)
     local arg = vim.trim(args.args or "")
     local enabled = nil

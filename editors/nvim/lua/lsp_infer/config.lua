@@ -8,8 +8,8 @@ local M = {}
 ---@field accept_word string|false  accept its first word
 ---@field accept_line string|false  accept its first line
 ---@field dismiss string|false      hide it
----@field next string|false         next candidate
----@field prev string|false         previous candidate
+---@field next string|false         next choice (asks the server for its choices first)
+---@field prev string|false         previous choice
 
 ---@class lsp_infer.Options
 ---@field cmd string[]|fun(...): any  the server command
@@ -175,6 +175,13 @@ function M.lsp_config()
     init_options = settings,
     settings = { lspInfer = settings },
     handlers = M.handlers(),
+    -- The accept command of an item: the runtime's get() runs it through the client after
+    -- inserting the item; lifecycle.lua notes the acceptance and sends it to the server.
+    commands = {
+      [require("lsp_infer.lifecycle").ACCEPT] = function(command, ctx)
+        require("lsp_infer.lifecycle").command(command, ctx)
+      end,
+    },
   }
   return config
 end

@@ -4,7 +4,10 @@
 -- textDocument/inlineCompletion itself, cancels that request on the next keystroke, and shows
 -- the answer with one extmark: the first line as inline virtual text at the cursor, the other
 -- lines as virtual lines below. Typing the suggestion's next characters keeps the rest on
--- screen; leaving insert mode or dismissing clears it.
+-- screen; leaving insert mode or dismissing clears it. <M-]> / <M-[> ask the server for its
+-- choices (an Invoked request) and cycle through them. What becomes of each suggestion is told
+-- to the server through lifecycle.lua.
+local lifecycle = require("lsp_infer.lifecycle")
 local util = require("lsp_infer.util")
 
 local M = {}
@@ -12,6 +15,7 @@ local M = {}
 local api = vim.api
 local uv = vim.uv or vim.loop
 local METHOD = "textDocument/inlineCompletion"
+local INVOKED = 1 -- InlineCompletionTriggerKind.Invoked: the user asked (choices)
 local AUTOMATIC = 2 -- InlineCompletionTriggerKind.Automatic
 
 M.namespace = api.nvim_create_namespace("lsp_infer.ghost")
@@ -24,10 +28,17 @@ M.highlight = "LspInferGhost"
 ---@field timer uv.uv_timer_t?
 ---@field seq integer            the latest request's sequence number
 ---@field inflight {client_id: integer, id: integer, seq: integer}?
----@field items string[]?        candidates: text still to insert at the anchor
+---@field items lsp_infer.Candidate[]? what the server offered, still to insert at the anchor
 ---@field index integer
 ---@field anchor [integer, integer]? 0-based row, byte column of the cursor they start at
 ---@field tick integer?          b:changedtick when they were last placed
+
+---@class lsp_infer.Candidate
+---@field text string        what is still to insert at the anchor
+---@field full string        the item's whole text
+---@field done integer       bytes of `full` already in the buffer (typed or accepted)
+---@field id string?         the server's id for it (lifecycle.lua)
+---@field command lsp.Command? its accept command
 
 ---@type table<integer, lsp_infer.FallbackState>
 M.states = {}
@@ -104,6 +115,7 @@ end
 local function clear(state)
   hide(state)
   state.items, state.anchor, state.tick, state.index = nil, nil, nil, 1
+  lifecycle.gone(state.bufnr) -- a dismissal, unless it was just accepted
 end
 
 local function cancel_inflight(state)
@@ -128,7 +140,8 @@ end
 ---@param hint? string
 local function render(state, hint)
   hide(state)
-  local text = state.items and state.items[state.index]
+  local candidate = state.items and state.items[state.index]
+  local text = candidate and candidate.text
   if not text or text == "" or not state.anchor then
     return
   end
@@ -153,11 +166,34 @@ local function render(state, hint)
   if not line or col > #line then
     return
   end
-  pcall(api.nvim_buf_set_extmark, state.bufnr, M.namespace, row, col, opts)
+  if pcall(api.nvim_buf_set_extmark, state.bufnr, M.namespace, row, col, opts) and candidate.id then
+    lifecycle.show(state.bufnr, state.client_id, candidate.id)
+  end
 end
 
+--- The candidates of an answer, still to insert at the cursor (row, col).
+local function candidates(bufnr, result, row, col, encoding)
+  local out = {}
+  for _, item in ipairs(result.items or result) do
+    local rest = type(item) == "table" and rest_of(bufnr, item, row, col, encoding)
+    if rest and rest ~= "" then
+      local full = util.plain_text(item.insertText or "")
+      table.insert(out, {
+        text = rest, full = full, done = #full - #rest,
+        id = lifecycle.id_of(item.command), command = item.command,
+      })
+    end
+  end
+  return out
+end
+
+--- Ask the server for suggestions at the cursor: automatically (after a pause in typing) or
+--- because the user asked (`kind` Invoked: up to completion.choices of them); `on_shown`
+--- runs once the answer is on screen.
 ---@param state lsp_infer.FallbackState
-local function request(state)
+---@param kind? integer
+---@param on_shown? fun(state: lsp_infer.FallbackState)
+local function request(state, kind, on_shown)
   local bufnr = state.bufnr
   if api.nvim_get_current_buf() ~= bufnr or not in_insert_mode() then
     return
@@ -169,7 +205,7 @@ local function request(state)
   cancel_inflight(state)
   local encoding = client.offset_encoding or "utf-16"
   local params = vim.lsp.util.make_position_params(0, encoding)
-  params.context = { triggerKind = AUTOMATIC }
+  params.context = { triggerKind = kind or AUTOMATIC }
   local row, col = cursor()
   local tick = api.nvim_buf_get_changedtick(bufnr)
   state.seq = state.seq + 1
@@ -193,19 +229,16 @@ local function request(state)
     if now_row ~= row or now_col ~= col then
       return
     end
-    local texts = {}
-    for _, item in ipairs(result.items or result) do
-      local rest = type(item) == "table" and rest_of(bufnr, item, row, col, encoding)
-      if rest and rest ~= "" then
-        table.insert(texts, rest)
-      end
-    end
-    if #texts == 0 then
+    local offered = candidates(bufnr, result, row, col, encoding)
+    if #offered == 0 then
       clear(state)
       return
     end
-    state.items, state.index, state.anchor, state.tick = texts, 1, { row, col }, tick
+    state.items, state.index, state.anchor, state.tick = offered, 1, { row, col }, tick
     render(state)
+    if on_shown then
+      on_shown(state)
+    end
   end, bufnr)
   if ok and id then
     state.inflight = { client_id = client.id, id = id, seq = seq }
@@ -249,9 +282,12 @@ local function follow(state)
   local line = api.nvim_get_current_line()
   local typed = line:sub(anchor_col + 1, col)
   local kept = {}
-  for _, text in ipairs(state.items) do
+  for _, candidate in ipairs(state.items) do
+    local text = candidate.text
     if #text > #typed and text:sub(1, #typed) == typed then
-      table.insert(kept, text:sub(#typed + 1))
+      table.insert(kept, vim.tbl_extend("force", candidate, {
+        text = text:sub(#typed + 1), done = candidate.done + #typed,
+      }))
     end
   end
   if #kept == 0 then
@@ -349,7 +385,7 @@ end
 ---@return string?
 function M.current_text()
   local state = current_state()
-  return state and state.items[state.index]
+  return state and state.items[state.index].text
 end
 
 --- Accept the whole suggestion ("all"), its first word or its first line. Safe in <expr>
@@ -361,7 +397,8 @@ function M.accept(part)
   if not state then
     return false
   end
-  local text = state.items[state.index]
+  local candidate = state.items[state.index]
+  local text = candidate.text
   local piece = text
   if part == "word" then
     piece = util.first_word(text)
@@ -381,10 +418,18 @@ function M.accept(part)
     cancel_inflight(state)
     util.insert_at_cursor(piece)
     local remaining = text:sub(#piece + 1)
+    if candidate.id and remaining == "" and candidate.command then
+      lifecycle.accept(state.client_id, candidate.command, state.bufnr) -- all of it
+    elseif candidate.id then
+      local done = candidate.done + #piece
+      lifecycle.partly(state.client_id, candidate.id, lifecycle.chars(candidate.full:sub(1, done)))
+    end
     if remaining ~= "" then
       -- Keep showing the rest at once; the request that follows the edit refreshes it.
       local new_row, new_col = cursor()
-      state.items, state.index = { remaining }, 1
+      local rest = vim.tbl_extend("force", candidate,
+        { text = remaining, done = candidate.done + #piece })
+      state.items, state.index = { rest }, 1
       state.anchor, state.tick = { new_row, new_col }, api.nvim_buf_get_changedtick(state.bufnr)
       render(state)
     else
@@ -408,17 +453,31 @@ function M.dismiss()
   return shown
 end
 
---- Show the next (count > 0) or previous candidate.
----@param count integer
----@return boolean moved whether a suggestion was shown
-function M.select(count)
-  local state = current_state()
-  if not state then
-    return false
-  end
+local function move(state, count)
   local n = #state.items
   state.index = (state.index - 1 + count) % n + 1
   render(state, (" (%d/%d)"):format(state.index, n))
+end
+
+--- Show the next (count > 0) or previous candidate. With one or none on screen, ask the server
+--- for its choices first (an Invoked request, as VS Code's Alt+] does) and move among them.
+---@param count integer
+---@return boolean asked whether there is an lsp-infer client in this buffer
+function M.select(count)
+  local state = M.states[api.nvim_get_current_buf()]
+  if not state or not in_insert_mode() then
+    return false
+  end
+  if state.items and #state.items > 1 and state.anchor then
+    move(state, count)
+    return true
+  end
+  stop_timer(state)
+  request(state, INVOKED, function(answered)
+    if #answered.items > 1 then
+      move(answered, count)
+    end
+  end)
   return true
 end
 

@@ -149,6 +149,51 @@ local function check_team(util, config)
   end
 end
 
+--- lspInfer/stats of a client, waited for (at most `ms`); nil and why when there is none.
+local function stats_of(client, ms)
+  local ok, response, err
+  if vim.fn.has("nvim-0.11") == 1 then
+    ok, response, err = pcall(client.request_sync, client, "lspInfer/stats", vim.empty_dict(), ms)
+  else
+    ok, response, err = pcall(client.request_sync, "lspInfer/stats", vim.empty_dict(), ms)
+  end
+  if not ok then
+    return nil, tostring(response)
+  end
+  if not response then
+    return nil, err or "no answer"
+  end
+  if response.err then
+    return nil, response.err.message or vim.inspect(response.err)
+  end
+  return response.result
+end
+
+local function check_suggestions(util)
+  health.start("lsp-infer: suggestions and latency (this session; kept on this machine)")
+  local clients = util.clients()
+  if #clients == 0 then
+    health.info("no lsp-infer client is running")
+    return
+  end
+  local figures = require("lsp_infer.figures")
+  for _, client in ipairs(clients) do
+    local stats, why = stats_of(client, 2000)
+    if type(stats) ~= "table" then
+      health.warn(("client %d: lspInfer/stats: %s"):format(client.id, why or "no answer"))
+    else
+      local parts = {}
+      for _, pair in ipairs(figures.summary(stats)) do
+        table.insert(parts, pair[1] .. ": " .. pair[2])
+      end
+      health.info(("client %d: %s"):format(client.id, table.concat(parts, "; ")))
+      health.info("latency per minute:\n" .. table.concat(figures.latency(stats, 5), "\n"))
+      health.info("acceptance rate (accepted of shown):\n"
+        .. table.concat(figures.rates(stats), "\n"))
+    end
+  end
+end
+
 function M.check()
   local config = require("lsp_infer.config")
   local util = require("lsp_infer.util")
@@ -156,6 +201,7 @@ function M.check()
   check_server(lsp_infer, config)
   check_neovim(config)
   check_model(util)
+  check_suggestions(util)
   check_team(util, config)
 end
 

@@ -62,14 +62,15 @@ function M.dismiss()
   return e ~= nil and e.dismiss()
 end
 
---- Next candidate.
+--- Next choice. With one suggestion or none on screen, asks the server for its choices first
+--- (an explicitly invoked request: up to completion.choices of them).
 ---@return boolean
 function M.next()
   local e = engine()
   return e ~= nil and e.select(1)
 end
 
---- Previous candidate.
+--- Previous choice (asks the server first, as next() does).
 ---@return boolean
 function M.prev()
   local e = engine()
@@ -81,8 +82,8 @@ local ACTIONS = {
   accept_word = { M.accept_word, "Accept the first word of the lsp-infer suggestion" },
   accept_line = { M.accept_line, "Accept the first line of the lsp-infer suggestion" },
   dismiss = { M.dismiss, "Dismiss the lsp-infer suggestion" },
-  next = { M.next, "Next lsp-infer suggestion" },
-  prev = { M.prev, "Previous lsp-infer suggestion" },
+  next = { M.next, "Next lsp-infer suggestion (asks for the choices)" },
+  prev = { M.prev, "Previous lsp-infer suggestion (asks for the choices)" },
 }
 
 --- The insert-mode mapping a key had before ours: the buffer's own (captured when we mapped)

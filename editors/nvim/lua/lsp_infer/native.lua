@@ -2,7 +2,11 @@
 -- 200 ms pause, shows the item with extmarks, and accepts it with get()). This module adds
 -- what the runtime does not: accept a word or a line (get() with an on_accept handler that
 -- inserts only part of the item), dismiss (get() with a handler that inserts nothing), and
--- "is a suggestion shown?" (the runtime's extmark namespace).
+-- "is a suggestion shown?" (the runtime's extmark namespace), cycling through the server's
+-- choices (an Invoked request: the runtime only makes automatic ones), and the suggestion
+-- lifecycle (lifecycle.lua: shown when the runtime draws an item, dismissed when it goes away
+-- unaccepted; the runtime's get() runs an accepted item's command through the client).
+local lifecycle = require("lsp_infer.lifecycle")
 local util = require("lsp_infer.util")
 
 local M = {}
@@ -13,6 +17,35 @@ end
 
 local function namespace()
   return vim.api.nvim_create_namespace("nvim.lsp.inline_completion")
+end
+
+local INVOKED = 1 -- InlineCompletionTriggerKind.Invoked
+
+--- The runtime's inline completion class (private API: vim.lsp._capability), or nil.
+local function completor_class()
+  local ok, capability = pcall(require, "vim.lsp._capability")
+  local Completor = ok and type(capability) == "table" and capability.all
+    and capability.all.inline_completion
+  return type(Completor) == "table" and Completor or nil
+end
+
+--- The runtime's inline completion state for a buffer, or nil.
+local function completor_of(bufnr)
+  local Completor = completor_class()
+  return Completor and type(Completor.active) == "table" and Completor.active[bufnr] or nil
+end
+
+--- After the runtime drew (or dropped) its current item: tell the lifecycle what is on screen.
+local function report_shown(completor)
+  local current = completor.current
+  local id = current and lifecycle.id_of(current.command)
+  local marks = vim.api.nvim_buf_get_extmarks(completor.bufnr, namespace(), 0, -1, { limit = 1 })
+  local drawn = #marks > 0
+  if id and drawn then
+    lifecycle.show(completor.bufnr, current.client_id, id)
+  elseif not current then
+    lifecycle.gone(completor.bufnr)
+  end
 end
 
 --- Whether the runtime's current item still continues the text at the cursor: on the row its
@@ -58,10 +91,8 @@ local function guard_runtime()
     return
   end
   guarded = true
-  local ok, capability = pcall(require, "vim.lsp._capability")
-  local Completor = ok and type(capability) == "table" and capability.all
-    and capability.all.inline_completion
-  if type(Completor) ~= "table" or type(Completor.show) ~= "function" then
+  local Completor = completor_class()
+  if not Completor or type(Completor.show) ~= "function" then
     return
   end
   local show = Completor.show
@@ -77,6 +108,26 @@ local function guard_runtime()
       self.current = nil
       pcall(vim.api.nvim_buf_clear_namespace, self.bufnr, namespace(), 0, -1)
       require("vim.lsp.log").debug("lsp_infer: inline completion redraw failed", err)
+    end
+    pcall(report_shown, self)
+  end
+  -- An answer with nothing in it hides the item without a redraw.
+  if type(Completor.select) == "function" then
+    local select = Completor.select
+    Completor.select = function(self, ...)
+      select(self, ...)
+      if not self.current then
+        lifecycle.gone(self.bufnr)
+      end
+    end
+  end
+  -- get() and InsertLeave abort the item; get() accepts it right after, so a dismissal waits
+  -- for the next tick to see whether it was.
+  if type(Completor.abort) == "function" then
+    local abort = Completor.abort
+    Completor.abort = function(self, ...)
+      lifecycle.gone_soon(self.bufnr)
+      return abort(self, ...)
     end
   end
 end
@@ -143,15 +194,14 @@ function M.accept(part)
         return
       end
       local piece = part == "word" and util.first_word(rest) or util.first_line(rest)
+      local text = util.plain_text(item.insert_text)
+      local before = #text - #rest -- bytes of the item already typed
       util.insert_at_cursor(piece)
+      local id = lifecycle.id_of(item.command)
       if piece == rest and item.command then
-        local client = vim.lsp.get_client_by_id(item.client_id)
-        if client then
-          util.request(client, "workspace/executeCommand", {
-            command = item.command.command,
-            arguments = item.command.arguments,
-          }, function() end, vim.api.nvim_get_current_buf())
-        end
+        lifecycle.accept(item.client_id, item.command, vim.api.nvim_get_current_buf())
+      elseif id then
+        lifecycle.partly(item.client_id, id, lifecycle.chars(text:sub(1, before + #piece)))
       end
     end,
   })
@@ -163,15 +213,47 @@ function M.dismiss()
   return api().get({ on_accept = function() end })
 end
 
---- Show the next (count > 0) or previous candidate.
----@param count integer
----@return boolean moved whether a suggestion was shown
-function M.select(count)
-  if not M.visible() then
+--- Ask the server for its choices at the cursor (an Invoked request), show them in the
+--- runtime's place, and move `count` from the first.
+local function request_choices(bufnr, count)
+  local completor = completor_of(bufnr)
+  local client = util.client(bufnr)
+  if not completor or not client or not completor.client_state[client.id] then
     return false
   end
-  api().select({ count = count })
+  local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
+  params.context = { triggerKind = INVOKED }
+  local tick = vim.api.nvim_buf_get_changedtick(bufnr)
+  local cursor = vim.api.nvim_win_get_cursor(0)
+  util.request(client, "textDocument/inlineCompletion", params, function(err, result)
+    local now = vim.api.nvim_win_get_cursor(0)
+    if err or type(result) ~= "table" or completor_of(bufnr) ~= completor
+        or vim.api.nvim_get_current_buf() ~= bufnr
+        or vim.api.nvim_buf_get_changedtick(bufnr) ~= tick
+        or now[1] ~= cursor[1] or now[2] ~= cursor[2]
+        or not vim.api.nvim_get_mode().mode:match("^[iR]") then
+      return -- typed on, moved, or left: too late for these
+    end
+    completor:handler(nil, result, { client_id = client.id, bufnr = bufnr })
+    if completor.current and completor:count_items() > 1 then
+      api().select({ bufnr = bufnr, count = count })
+    end
+  end, bufnr)
   return true
+end
+
+--- Show the next (count > 0) or previous choice. With one suggestion or none on screen, ask
+--- the server for its choices first (as VS Code's Alt+] does) and move among them.
+---@param count integer
+---@return boolean asked whether lsp-infer can show choices here
+function M.select(count)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local completor = completor_of(bufnr)
+  if completor and completor.current and completor:count_items() > 1 and M.visible() then
+    api().select({ count = count })
+    return true
+  end
+  return request_choices(bufnr, count)
 end
 
 return M

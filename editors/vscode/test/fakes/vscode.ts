@@ -42,6 +42,80 @@ export class Uri {
   }
 }
 
+export class Position {
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
+}
+
+export class Range {
+  constructor(
+    readonly start: Position,
+    readonly end: Position,
+  ) {}
+}
+
+/** A text document over a string: offsets and positions as VS Code counts them (UTF-16). */
+export class FakeDocument {
+  version = 1;
+  constructor(
+    readonly uri: Uri,
+    public text: string,
+  ) {}
+  offsetAt(position: Position): number {
+    const lines = this.text.split('\n');
+    let offset = 0;
+    for (let i = 0; i < position.line && i < lines.length; i++) {
+      offset += lines[i].length + 1;
+    }
+    return offset + Math.min(position.character, lines[position.line]?.length ?? 0);
+  }
+  positionAt(offset: number): Position {
+    const before = this.text.slice(0, offset).split('\n');
+    return new Position(before.length - 1, before[before.length - 1].length);
+  }
+  getText(range?: Range): string {
+    return range === undefined ? this.text : this.text.slice(this.offsetAt(range.start), this.offsetAt(range.end));
+  }
+}
+
+/** A webview panel: the HTML it was given, and whether it is visible or disposed. */
+export class FakePanel {
+  html = '';
+  visible = true;
+  disposed = false;
+  reveals = 0;
+  readonly disposeEmitter = new EventEmitter<void>();
+  readonly webview = {
+    cspSource: 'vscode-webview://fake',
+    options: {} as unknown,
+    get html(): string {
+      return this.owner.html;
+    },
+    set html(value: string) {
+      this.owner.html = value;
+    },
+    owner: this as FakePanel,
+  };
+  constructor(
+    readonly viewType: string,
+    readonly title: string,
+    readonly options: unknown,
+  ) {}
+  onDidDispose = this.disposeEmitter.event;
+  reveal(): void {
+    this.reveals += 1;
+    this.visible = true;
+  }
+  dispose(): void {
+    if (!this.disposed) {
+      this.disposed = true;
+      this.disposeEmitter.fire();
+    }
+  }
+}
+
 export class ThemeColor {
   constructor(readonly id: string) {}
 }
@@ -87,10 +161,14 @@ export class FakeVscode {
   readonly inputBoxes: { title?: string; password?: boolean; value?: string }[] = [];
   readonly statusItem = { name: '', text: '', tooltip: '' as unknown, command: undefined as unknown, backgroundColor: undefined as ThemeColor | undefined, visible: false, show() { this.visible = true; }, hide() { this.visible = false; }, dispose() {} };
   readonly configChanged = new EventEmitter<{ affectsConfiguration(section: string): boolean }>();
+  readonly activeEditorChanged = new EventEmitter<unknown>();
+  readonly documentClosed = new EventEmitter<{ uri: Uri }>();
+  readonly documentChanged = new EventEmitter<{ document: unknown; contentChanges: unknown[] }>();
+  readonly panels: FakePanel[] = [];
   readonly secretsChanged = new EventEmitter<{ key: string }>();
   workspaceFolders: { uri: Uri; name: string; index: number }[] | undefined = [{ uri: Uri.file('/work/proj'), name: 'proj', index: 0 }];
   textDocuments: { uri: Uri; isClosed: boolean }[] = [];
-  activeTextEditor: { document: { uri: Uri } } | undefined;
+  activeTextEditor: { document: { uri: Uri }; selection?: { active: Position } } | undefined;
   readonly module: Record<string, unknown>;
 
   constructor(packageJson: { contributes: { configuration: { properties: Record<string, { default?: unknown }> }[] } }) {
@@ -171,7 +249,16 @@ export class FakeVscode {
       EventEmitter,
       ConfigurationTarget,
       StatusBarAlignment,
+      Position,
+      Range,
+      ViewColumn: { Active: -1, Beside: -2, One: 1 },
       window: {
+        onDidChangeActiveTextEditor: this.activeEditorChanged.event,
+        createWebviewPanel: (viewType: string, title: string, _column: unknown, options: unknown) => {
+          const panel = new FakePanel(viewType, title, options);
+          fake.panels.push(panel);
+          return panel;
+        },
         createOutputChannel: () => channel,
         createStatusBarItem: () => fake.statusItem,
         showErrorMessage: this.message('error'),
@@ -197,6 +284,8 @@ export class FakeVscode {
       workspace: {
         getConfiguration,
         onDidChangeConfiguration: this.configChanged.event,
+        onDidCloseTextDocument: this.documentClosed.event,
+        onDidChangeTextDocument: this.documentChanged.event,
         get workspaceFolders() {
           return fake.workspaceFolders;
         },

@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { escapeHtml, figures, formatMs, latencyChart, latencyPoints, niceCeiling, rateBars, rates, statsHtml } from '../src/statsView';
+
+/** A stats answer shaped like the server's (lsp_infer/stats.py, lsp_infer/feedback.py). */
+const STATS = {
+  requests: 40,
+  latencyMs: { p50: 180.4, p95: 1234.5, p99: 2000, max: 2100, count: 40 },
+  latencyByMinute: {
+    bucketSeconds: 60,
+    points: [
+      { t: 120, count: 3, p50: 200, p95: 900 },
+      { t: 60, count: 2, p50: 100, p95: 400 },
+      { t: 'x', count: 1, p50: 1, p95: 1 },
+    ],
+  },
+  suggestions: {
+    shown: 10,
+    accepted: 4,
+    partlyAccepted: 1,
+    dismissed: 5,
+    acceptanceRate: 0.4,
+    charactersAccepted: 77,
+    shownToAcceptedMs: { p50: 900, p95: 4000, max: 4000, count: 4 },
+    byLength: { '1-15': { shown: 6, accepted: 3 }, '16-40': { shown: 4, accepted: 1 }, '41-100': { shown: 0, accepted: 0 } },
+    byLines: { '1': { shown: 9, accepted: 4 }, '2-4': { shown: 1, accepted: 0 } },
+    byExtraContext: { with: { shown: 2, accepted: 2 }, without: { shown: 8, accepted: 2 } },
+  },
+};
+
+/** The numbers in an SVG attribute list, e.g. a polyline's points. */
+function coordinates(svg: string, cls: string): number[][] {
+  const match = new RegExp(`<polyline class="${cls}" fill="none" points="([^"]*)"`).exec(svg);
+  assert.ok(match, `a ${cls} line`);
+  return match[1].split(' ').map((pair) => pair.split(',').map(Number));
+}
+
+describe('the stats view', () => {
+  test('latency points: sorted by time, malformed ones skipped', () => {
+    assert.deepEqual(latencyPoints(STATS), [
+      { t: 60, count: 2, p50: 100, p95: 400 },
+      { t: 120, count: 3, p50: 200, p95: 900 },
+    ]);
+    assert.deepEqual(latencyPoints({}), []);
+    assert.deepEqual(latencyPoints({ latencyByMinute: { points: 'no' } }), []);
+  });
+
+  test('latency chart: p95 above p50, later minutes to the right, axis up to a round number', () => {
+    const svg = latencyChart(latencyPoints(STATS), (t) => `T${t}`);
+    const p50 = coordinates(svg, 'p50');
+    const p95 = coordinates(svg, 'p95');
+    assert.equal(p50.length, 2);
+    assert.ok(p50[1][0] > p50[0][0], 'time goes right');
+    assert.ok(p95[0][1] < p50[0][1] && p95[1][1] < p50[1][1], 'p95 is drawn higher (smaller y) than p50');
+    assert.ok(p50[1][1] < p50[0][1], '200 ms is higher than 100 ms');
+    assert.match(svg, />1.0 s</, 'the y axis tops at 1 s (900 ms rounded up)');
+    assert.match(svg, />T60</);
+    assert.match(svg, />T180</, 'the x axis ends with the last minute');
+    assert.equal((svg.match(/<circle class="p50"/g) ?? []).length, 2);
+  });
+
+  test('latency chart: a minute without p95 draws only p50; no minutes at all says so', () => {
+    const svg = latencyChart([{ t: 0, count: 1, p50: 50, p95: null }], () => '');
+    assert.equal(coordinates(svg, 'p50').length, 1);
+    assert.equal(coordinates(svg, 'p95')[0].length, 1, 'an empty p95 line');
+    assert.match(latencyChart([]), /No suggestions answered yet/);
+  });
+
+  test('acceptance bars: width in proportion to accepted / shown', () => {
+    const svg = rateBars([
+      { label: 'a', shown: 4, accepted: 1 },
+      { label: 'b', shown: 0, accepted: 0 },
+    ]);
+    const widths = [...svg.matchAll(/<rect class="bar" [^>]*width="([\d.]+)"/g)].map((m) => Number(m[1]));
+    const track = Number(/<rect class="track" [^>]*width="([\d.]+)"/.exec(svg)![1]);
+    assert.deepEqual(widths, [track / 4, 0]);
+    assert.match(svg, />25 % \(1\/4\)</);
+    assert.match(svg, />– \(0\/0\)</);
+  });
+
+  test('rate sections from the server\'s breakdowns', () => {
+    const sections = rates(STATS);
+    assert.deepEqual(sections.map((s) => s.title), ['All suggestions', 'By length (characters)', 'By lines', 'By extra context (other files in the prompt)']);
+    assert.deepEqual(sections[0].rows, [{ label: 'all', shown: 10, accepted: 4 }]);
+    assert.deepEqual(sections[2].rows.map((r) => r.label), ['1 line', '2-4 lines']);
+    assert.deepEqual(sections[3].rows[0], { label: 'with extra context', shown: 2, accepted: 2 });
+    assert.deepEqual(rates({}).map((s) => s.title), ['All suggestions'], 'an older server: no breakdowns');
+  });
+
+  test('key figures', () => {
+    assert.deepEqual(figures(STATS), [
+      ['Requests', '40'],
+      ['Latency p50 / p95', '180 ms / 1.2 s'],
+      ['Suggestions shown', '10'],
+      ['Accepted', '4'],
+      ['Partly accepted', '1'],
+      ['Dismissed', '5'],
+      ['Acceptance rate', '40 %'],
+      ['Characters accepted', '77'],
+      ['Shown → accepted p50 / p95', '900 ms / 4.0 s'],
+    ]);
+    assert.deepEqual(figures({}).at(6), ['Acceptance rate', '–']);
+  });
+
+  test('the page: no script, nothing loaded from elsewhere, text escaped', () => {
+    const html = statsHtml({ ...STATS, weird: '<img src=x onerror=alert(1)>' }, { cspSource: 'vscode-webview://x', when: new Date(0) });
+    assert.ok(!/<script/i.test(html));
+    assert.ok(!/https?:\/\//.test(html), 'no URL to load anything from');
+    assert.match(html, /Content-Security-Policy" content="default-src 'none'; style-src vscode-webview:\/\/x 'unsafe-inline';"/);
+    assert.ok(!html.includes('<img'), 'escaped');
+    assert.match(html, /&lt;img src=x onerror=alert\(1\)&gt;/);
+    assert.match(html, /<svg class="chart"/);
+    assert.match(html, /<svg class="bars"/);
+    assert.match(html, /never sent anywhere/);
+  });
+
+  test('helpers', () => {
+    assert.deepEqual([0, 0.3, 1, 7, 12, 450, 1001].map(niceCeiling), [1, 0.5, 1, 10, 20, 500, 2000]);
+    assert.deepEqual([12.4, 999, 1000, 15000].map(formatMs), ['12 ms', '999 ms', '1.0 s', '15 s']);
+    assert.equal(escapeHtml(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
+  });
+});
