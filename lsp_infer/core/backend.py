@@ -62,6 +62,9 @@ class JobOptions:
     # does not hold: a longer one is answered from a smaller window (a cold start), and the
     # whole window is evaluated afterwards in the background. None: never cut (background).
     cold_seconds: float | None = None
+    # Besides the suggestion, up to this many - 1 others (explicitly invoked requests): each
+    # starts with another of the most likely first tokens, from the same evaluated prompt.
+    choices: int = 1
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class CompletionJob:
     keep_cache: bool = False
     stable_before: int = 0
     cold_seconds: float | None = None
+    choices: int = 1
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,9 @@ class Generation:
     # Answered from a smaller window than the settings ask for, to keep a cold start short
     # (JobOptions.cold_seconds); the whole window is still to be evaluated.
     window_reduced: bool = False
+    # Other raw outputs and why each stopped, each from another first token
+    # (JobOptions.choices), best first.
+    alternatives: tuple[tuple[str, StopReason], ...] = ()
 
 
 class Backend(Protocol):

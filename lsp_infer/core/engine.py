@@ -16,6 +16,8 @@ from lsp_infer.core.window import CursorLine, cursor_line
 class Suggestion:
     text: str  # "" means no suggestion
     generation: Generation | None = None
+    # Other suggestions (JobOptions.choices): distinct from ``text`` and from each other.
+    alternatives: tuple[str, ...] = ()
 
 
 def _uses_crlf(text: str, offset: int) -> bool:
@@ -62,7 +64,17 @@ class CompletionEngine:
             **{f.name: getattr(options, f.name) for f in dataclasses.fields(options)},
         )
         generation = await self.backend.generate(job, cancel)
-        suggestion = finish(generation.text, generation, line, max_lines)
-        if suggestion and _uses_crlf(text, offset):
-            suggestion = suggestion.replace("\n", "\r\n")
-        return Suggestion(suggestion, generation)
+        crlf = _uses_crlf(text, offset)
+        suggestion = _line_ends(finish(generation.text, generation, line, max_lines), crlf)
+        others: list[str] = []
+        for raw, reason in generation.alternatives:
+            # An alternative is cut like the suggestion; a cut-short one keeps whole lines.
+            branch = dataclasses.replace(generation, text=raw, stop_reason=reason)
+            other = _line_ends(finish(raw, branch, line, max_lines), crlf)
+            if other and other != suggestion and other not in others:
+                others.append(other)
+        return Suggestion(suggestion, generation, tuple(others))
+
+
+def _line_ends(suggestion: str, crlf: bool) -> str:
+    return suggestion.replace("\n", "\r\n") if suggestion and crlf else suggestion

@@ -94,6 +94,7 @@ class Flight:
     lead: str = ""  # text assumed typed at origin before the generation's own output
     precompute: bool = False  # background work (idle precompute or a new pick), not a request
     keep_cache: bool = False  # a new pick's evaluation: stopped in its prompt, the cache is kept
+    choices: int = 1  # an invoked request's: that many suggestions to cycle through
     token: CancelToken = field(default_factory=CancelToken)
     progress: JobProgress = field(default_factory=JobProgress)
     task: asyncio.Future[Suggestion] | None = None
@@ -155,6 +156,7 @@ class Answer:
     text: str
     source: str
     with_extra: bool = False
+    choices: tuple[str, ...] = ()  # other suggestions, for an invoked request (best first)
 
 
 class _Superseded(Exception):
@@ -181,7 +183,9 @@ class Completions:
         self.lane = lane
         self.extra_source = extra_source
         self.stats = Stats()
-        self.cache = SuggestionCache()
+        self.cache: SuggestionCache[str] = SuggestionCache()
+        # An invoked request's choices, so asking again (cycling) gives the same ones in order.
+        self.choices: SuggestionCache[tuple[str, ...]] = SuggestionCache(64)
         self._flights: dict[str, Flight] = {}
         self._shown: dict[str, Shown] = {}
         # Extra context is pinned per document while the user types (it comes first in the
@@ -240,7 +244,11 @@ class Completions:
         self._yield_background(uri)
         shape = Shape.of(tuning, self._extra(uri, text, offset, tuning, explicit))
         try:
-            answer, source = await self._answer(uri, text, offset, shape, explicit)
+            choices: tuple[str, ...] = ()
+            if explicit and shape.settings.choices > 1:
+                answer, source, choices = await self._choices(uri, text, offset, shape)
+            else:
+                answer, source = await self._answer(uri, text, offset, shape, explicit)
         except _Superseded:
             self.stats.superseded += 1
             return Answer("", "superseded")
@@ -263,7 +271,7 @@ class Completions:
         self._cold.discard(uri)
         if tuning.extra_enabled:
             self._when_idle(uri, text, offset, tuning)
-        return Answer(answer, source, bool(shape.extra))
+        return Answer(answer, source, bool(shape.extra), choices)
 
     def _answered(self, answer: str, source: str, elapsed_ms: float) -> None:
         self.stats.answered += 1
@@ -367,7 +375,21 @@ class Completions:
         if not explicit:
             await self._settle(uri, self._quiet_ms(uri, shape.settings.debounce_ms))
         flight = self._launch(Flight.at(uri, shape, text, offset), text, offset)
-        return await self._wait_for(flight), "model"
+        return (await self._wait_for(flight)).text, "model"
+
+    async def _choices(
+        self, uri: str, text: str, offset: int, shape: Shape
+    ) -> tuple[str, str, tuple[str, ...]]:
+        """An invoked request: up to ``completion.choices`` suggestions, the same ones in the
+        same order when asked again at the same place (editors ask again to cycle)."""
+        view = CursorView.at(text, offset, shape.reach)
+        cached = self.choices.get(view, shape.key)
+        if cached is not None:
+            self.stats.cache_hits += 1
+            return cached[0], "cache", cached[1:]
+        flight = Flight.at(uri, shape, text, offset, choices=shape.settings.choices)
+        suggestion = await self._wait_for(self._launch(flight, text, offset))
+        return suggestion.text, "model", suggestion.alternatives
 
     async def _from_flight(
         self, uri: str, text: str, offset: int, shape: Shape
@@ -382,7 +404,7 @@ class Completions:
         # before that, type-ahead answers from the suggestion itself.
         if typed is None or not typed.startswith(flight.lead):
             return None
-        result = await self._wait_for(flight)
+        result = (await self._wait_for(flight)).text
         rest = rest_after_typing(flight.lead + result, typed)
         if rest is None:
             return None  # the generation went elsewhere than the user typed: start afresh
@@ -392,7 +414,7 @@ class Completions:
         self.stats.in_flight_hits += 1
         return rest, "in-flight"
 
-    async def _wait_for(self, flight: Flight) -> str:
+    async def _wait_for(self, flight: Flight) -> Suggestion:
         task = flight.task
         assert task is not None
         flight.waiters += 1
@@ -409,7 +431,7 @@ class Completions:
         # Stopped (it may still be finishing its prompt), or dropped before it started.
         if not task.done() or task.cancelled() or isinstance(task.exception(), Cancelled):
             raise _Superseded
-        return task.result().text
+        return task.result()
 
     def _quiet_ms(self, uri: str, debounce_ms: int) -> float:
         """How long an automatic request waits before it starts the model: the debounce; and
@@ -470,6 +492,9 @@ class Completions:
                 self._cold.add(flight.uri)
             view = CursorView.at(text, offset, flight.shape.reach)
             self.cache.put(view, flight.shape.key, suggestion.text)
+            if flight.choices > 1:
+                every = (suggestion.text, *suggestion.alternatives)
+                self.choices.put(view, flight.shape.key, every)
             return suggestion
         finally:
             self._account(flight)
@@ -488,6 +513,7 @@ class Completions:
             stable_before=flight.stable_before(text),
             # Background work evaluates the whole window: that is how a cold start warms up.
             cold_seconds=cold_ms / 1000 if cold_ms and not flight.precompute else None,
+            choices=flight.choices,
         )
 
     def _after_evaluation(self, flight: Flight, finished: bool) -> None:
@@ -567,6 +593,7 @@ class Completions:
         self._pinned.clear()
         self._candidate.clear()
         self.cache.clear()
+        self.choices.clear()
 
     def shutdown(self) -> None:
         for flight in self._flights.values():

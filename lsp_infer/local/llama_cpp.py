@@ -54,6 +54,8 @@ PREFIX_ANCHOR_LINES = 8
 _BACKGROUND_BATCH = 64
 # A cold start's window is never cut below this many tokens.
 _MIN_COLD_BUDGET = 64
+# Alternatives (an invoked request's other choices) get this long in all, after the suggestion.
+_CHOICES_SECONDS = 1.5
 # What a soft cancel may still finish when the job has no cold-start budget of its own.
 _DEFAULT_COLD_SECONDS = 1.5
 # Prompt speed is measured on evaluations of at least this many tokens.
@@ -455,9 +457,15 @@ class LlamaCppBackend:
             progress.prompt_tokens_evaluated = len(tokens) - reused
             progress.prompt_done_at = prompt_done = time.monotonic()
             self._measure_speed(len(tokens) - reused, prompt_done - started)
+            first_logits = self._logits().copy() if job.choices > 1 else None
             text, generated, reason = self._decode(
-                job, max_tokens, cancel, prompt_done, built.healed, built.typed_space
-            )
+                job, max_tokens, cancel, prompt_done + job.decode_seconds, built.healed,
+                built.typed_space,
+            )  # fmt: skip
+            alternatives = () if first_logits is None else self._alternatives(
+                dataclasses.replace(job, max_tokens=max_tokens), len(tokens), first_logits,
+                built.healed, built.typed_space, cancel,
+            )  # fmt: skip
         except Cancelled:
             progress.stopped_at = time.monotonic()
             if not progress.prompt_tokens_evaluated:  # stopped inside prompt evaluation
@@ -471,7 +479,7 @@ class LlamaCppBackend:
             text=text, stop_reason=reason, prompt_tokens=len(tokens),
             prompt_tokens_reused=reused, generated_tokens=generated,
             prompt_seconds=prompt_done - started, decode_seconds=time.monotonic() - prompt_done,
-            window_reduced=built.reduced,
+            window_reduced=built.reduced, alternatives=alternatives,
         )  # fmt: skip
 
     def _evaluate(
@@ -570,28 +578,23 @@ class LlamaCppBackend:
         job: CompletionJob,
         max_tokens: int,
         cancel: CancelToken,
-        start: float,
+        deadline: float,
         healed: bytes,
         typed_space: str,
+        first: int | None = None,
     ) -> tuple[str, int, StopReason]:
+        """Greedy decoding from the evaluated prompt until a stop (``first``: the first token
+        instead of the most likely one — a choice's branch, whose progress is not reported)."""
         import llama_cpp
 
         llm, vocab = self._llm, self._vocab
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         raw = text = ""
-        deadline = start + job.decode_seconds
         for generated in range(max_tokens):
             cancel.raise_if_cancelled()
             if time.monotonic() > deadline:
                 return text, generated, "deadline"
-            logits = np.ctypeslib.as_array(
-                llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)
-            )
-            if healed:  # still inside the backed-up token: only tokens that match it
-                candidates = self._healing_candidates(healed)
-                token = int(candidates[np.argmax(logits[candidates])])
-            else:
-                token = int(np.argmax(logits))
+            token = first if generated == 0 and first is not None else self._next(healed)
             if (
                 token in self._stop_ids
                 or llama_cpp.llama_vocab_is_eog(vocab, token)
@@ -604,10 +607,53 @@ class LlamaCppBackend:
                 piece, healed = piece[consumed:], healed[consumed:]
             raw += decoder.decode(piece)
             text = align_to_typed_space(raw, typed_space)
-            job.progress.text, job.progress.generated_tokens = text, generated + 1
+            if first is None:  # in-flight reuse reads the suggestion's progress
+                job.progress.text, job.progress.generated_tokens = text, generated + 1
             if job.should_stop(text):
                 return text, generated + 1, "stopped"
             if llm.n_tokens + 1 >= llm.n_ctx():
                 return text, generated + 1, "context_full"
             self._eval([token], cancel)
         return text, max_tokens, "max_tokens"
+
+    def _logits(self) -> np.ndarray[Any, np.dtype[np.float32]]:
+        import llama_cpp
+
+        llm = self._llm
+        return np.ctypeslib.as_array(
+            llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)
+        )
+
+    def _next(self, healed: bytes) -> int:
+        """The most likely next token (inside a backed-up token: one that matches it)."""
+        logits = self._logits()
+        if healed:
+            candidates = self._healing_candidates(healed)
+            return int(candidates[np.argmax(logits[candidates])])
+        return int(np.argmax(logits))
+
+    def _first_tokens(self, logits: np.ndarray[Any, Any], healed: bytes, count: int) -> list[int]:
+        """The ``count`` most likely first tokens, best first (matching a backed-up token)."""
+        ids = self._healing_candidates(healed) if healed else np.arange(len(logits))
+        best = ids[np.argsort(-logits[ids], kind="stable")[: count + len(self._stop_ids)]]
+        return [int(t) for t in best if int(t) not in self._stop_ids][:count]
+
+    def _alternatives(
+        self, job: CompletionJob, prompt_length: int, logits: np.ndarray[Any, Any],
+        healed: bytes, typed_space: str, cancel: CancelToken,
+    ) -> tuple[tuple[str, StopReason], ...]:  # fmt: skip
+        """Up to ``job.choices - 1`` other outputs: the same evaluated prompt, each continued
+        from the next most likely first token, within _CHOICES_SECONDS in all."""
+        llm = self._llm
+        found: list[tuple[str, StopReason]] = []
+        deadline = time.monotonic() + min(job.decode_seconds, _CHOICES_SECONDS)
+        for first in self._first_tokens(logits, healed, job.choices + 2)[1:]:
+            if len(found) == job.choices - 1 or time.monotonic() > deadline:
+                break
+            llm.n_tokens = prompt_length  # back to the prompt; the branch overwrites the rest
+            text, _generated, reason = self._decode(
+                job, job.max_tokens, cancel, deadline, healed, typed_space, first
+            )
+            if text.strip():
+                found.append((text, reason))
+        return tuple(found)

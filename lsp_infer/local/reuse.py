@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from cachetools import LRUCache
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -84,20 +87,21 @@ def type_ahead(shown: Shown | None, text: str, offset: int, reach: int) -> str |
     return rest_after_typing(shown.text, typed)
 
 
-class SuggestionCache:
-    """Finished suggestions keyed by their cursor context and the settings that shape them."""
+class SuggestionCache(Generic[V]):
+    """Finished suggestions (or a request's several choices) keyed by their cursor view and
+    the settings that shape them."""
 
     def __init__(self, size: int = 512) -> None:
-        self._entries: LRUCache[Hashable, str] = LRUCache(maxsize=size)
+        self._entries: LRUCache[Hashable, V] = LRUCache(maxsize=size)
 
     @staticmethod
     def key(context: CursorView, settings_key: Hashable) -> Hashable:
         return (context.before, context.after, settings_key)
 
-    def get(self, context: CursorView, settings_key: Hashable) -> str | None:
+    def get(self, context: CursorView, settings_key: Hashable) -> V | None:
         return self._entries.get(self.key(context, settings_key))
 
-    def put(self, context: CursorView, settings_key: Hashable, suggestion: str) -> None:
+    def put(self, context: CursorView, settings_key: Hashable, suggestion: V) -> None:
         self._entries[self.key(context, settings_key)] = suggestion
 
     def clear(self) -> None:

@@ -151,7 +151,7 @@ class LspInferServer(LanguageServer):
         if not self.settings.completion.enabled or self.session.policy().excluded(uri):
             return [], where  # off, or an excluded file (secrets never enter a prompt)
         answer = await self._answer(snapshot, offset, explicit)
-        texts = [answer.text] if answer.text else []
+        texts = [t for t in (answer.text, *answer.choices) if t]
         ids = self.feedback.issue(
             uri, offset, texts, snapshot.text, source=answer.source, with_extra=answer.with_extra
         )
