@@ -38,7 +38,7 @@ class JobProgress:
     finished_stable: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JobOptions:
     """What the scheduler adds to a job besides the text and the settings."""
 
@@ -67,8 +67,11 @@ class JobOptions:
     choices: int = 1
 
 
-@dataclass(frozen=True)
-class CompletionJob:
+@dataclass(frozen=True, kw_only=True)
+class CompletionJob(JobOptions):
+    """One completion for a backend: the text and cursor, the budgets from the settings, and
+    the scheduler's options (JobOptions)."""
+
     text: str  # the whole document snapshot
     offset: int  # cursor, as an index into text
     budget_tokens: int  # prompt budget for the text around the cursor
@@ -80,15 +83,6 @@ class CompletionJob:
     # Called with the text so far after each token; True ends generation early.
     should_stop: Callable[[str], bool] = field(default=lambda _text: False)
     progress: JobProgress = field(default_factory=JobProgress)
-    # The JobOptions fields, flat (see there).
-    document: str = ""
-    extra: tuple[tuple[str, str], ...] = ()
-    extra_tokens: int = 0
-    path: str = ""
-    keep_cache: bool = False
-    stable_before: int = 0
-    cold_seconds: float | None = None
-    choices: int = 1
 
 
 @dataclass(frozen=True)
