@@ -72,8 +72,11 @@ class CompletionSettings:
     # At most this much of the budget goes to the code after the cursor. With a
     # prefix-first prompt it is evaluated again on every keystroke (see BENCHMARKS.md).
     suffix_tokens: int = _bounded(128, 0, 16384)
-    # Past this, decoding stops and the completed lines so far are returned.
-    timeout_ms: int = _bounded(4000, 100, 120000)
+    # Past this, decoding stops at a line end and the completed lines are returned (the first
+    # line is always finished). On 2 cores the model decodes 20-25 tokens/s: 1 s is a line or
+    # two, and a long suggestion would hold the lane for seconds (BENCHMARKS.md, "Switching
+    # files"); what follows an accepted suggestion is precomputed in the background.
+    timeout_ms: int = _bounded(1000, 100, 120000)
     # After a suggestion is shown, generate what would follow its acceptance while idle.
     precompute: bool = True
     # An automatic request waits this long before starting the model; a newer keystroke in

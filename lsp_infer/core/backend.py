@@ -62,6 +62,8 @@ class JobOptions:
     # does not hold: a longer one is answered from a smaller window (a cold start), and the
     # whole window is evaluated afterwards in the background. None: never cut (background).
     cold_seconds: float | None = None
+    # Speculative work (a precompute, a background evaluation), not a request someone waits for.
+    background: bool = False
     # Besides the suggestion, up to this many - 1 others (explicitly invoked requests): each
     # starts with another of the most likely first tokens, from the same evaluated prompt.
     choices: int = 1

@@ -514,6 +514,7 @@ class Completions:
             # Background work evaluates the whole window: that is how a cold start warms up.
             cold_seconds=cold_ms / 1000 if cold_ms and not flight.precompute else None,
             choices=flight.choices,
+            background=flight.precompute,
         )
 
     def _after_evaluation(self, flight: Flight, finished: bool) -> None:

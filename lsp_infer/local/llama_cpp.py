@@ -23,6 +23,7 @@ import numpy as np
 from lsp_infer.config import ModelSettings
 from lsp_infer.core.backend import BackendUnavailable, CompletionJob, Generation, StopReason
 from lsp_infer.core.cancel import Cancelled, CancelToken
+from lsp_infer.core.postprocess import complete_lines
 from lsp_infer.core.prompts import (
     TEMPLATES,
     FimTemplate,
@@ -56,8 +57,8 @@ _BACKGROUND_BATCH = 64
 _MIN_COLD_BUDGET = 64
 # Alternatives (an invoked request's other choices) get this long in all, after the suggestion.
 _CHOICES_SECONDS = 1.5
-# What a soft cancel may still finish when the job has no cold-start budget of its own.
-_DEFAULT_COLD_SECONDS = 1.5
+# What a soft cancel may still let background work finish.
+_BACKGROUND_STABLE_SECONDS = 1.5
 # Prompt speed is measured on evaluations of at least this many tokens.
 _SPEED_SAMPLE_TOKENS = 32
 
@@ -494,10 +495,11 @@ class LlamaCppBackend:
             for start in range(reused, len(tokens), _BACKGROUND_BATCH):
                 self._eval(tokens[start : start + _BACKGROUND_BATCH], cancel)
             return
-        # Finishing the stable part is worth a wait only when it is short (as long as a cold
-        # start may take): a long one would hold up the requests behind it for seconds.
-        budget = (self.prompt_speed or 0) * (job.cold_seconds or _DEFAULT_COLD_SECONDS)
-        if stable - reused > budget:
+        # Background work finishes its stable part only when that is short: a long one would
+        # hold up the user's next request for seconds. A request's is what the user's next
+        # keystrokes need anyway (their requests are superseded while they type).
+        budget = (self.prompt_speed or 0) * _BACKGROUND_STABLE_SECONDS
+        if job.background and stable - reused > budget:
             stable = reused
         if stable > reused:
             self._protecting = True
@@ -590,9 +592,13 @@ class LlamaCppBackend:
         llm, vocab = self._llm, self._vocab
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         raw = text = ""
+        # The deadline cuts at whole lines, so it waits for the first one (within four times
+        # the time: a line that never ends is cut anyway).
+        last_resort = deadline + 3 * job.decode_seconds
         for generated in range(max_tokens):
             cancel.raise_if_cancelled()
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if (now > deadline and complete_lines(text).strip()) or now > last_resort:
                 return text, generated, "deadline"
             token = first if generated == 0 and first is not None else self._next(healed)
             if (

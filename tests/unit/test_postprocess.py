@@ -127,3 +127,12 @@ def test_finish_keeps_whole_lines_when_cut_short(raw: str, reason, expected: str
 )
 def test_align_to_typed_space(raw: str, typed: str, expected: str) -> None:
     assert align_to_typed_space(raw, typed) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"),
+    [("first\n    sec", "first\n"), ("half", ""), ("\n\n", "\n\n"), ("a\nb\n", "a\nb\n")],
+)
+def test_complete_lines_keeps_whole_lines(raw: str, kept: str) -> None:
+    # The decoding deadline waits until this has code in it (the first line is finished).
+    assert complete_lines(raw) == kept

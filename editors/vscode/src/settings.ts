@@ -149,10 +149,10 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
   {
     key: 'completion.timeoutMs',
     type: 'integer',
-    default: 4000,
+    default: 1000,
     minimum: 100,
     maximum: 120000,
-    description: 'Decoding stops this many milliseconds after the prompt is evaluated; the lines finished by then are kept.',
+    description: 'Decoding stops this many milliseconds after the prompt is evaluated, at a line end: the lines finished by then are kept, and the first line is always finished. The accepted suggestion's continuation is prepared in the background (`completion.precompute`).',
   },
   {
     key: 'completion.precompute',

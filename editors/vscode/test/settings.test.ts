@@ -169,7 +169,7 @@ describe('settings table', () => {
     expect('completion.maxTokens', { default: 64, minimum: 1, maximum: 1024 });
     expect('completion.maxLines', { default: 8, minimum: 1, maximum: 200 });
     expect('completion.contextTokens', { default: 512, minimum: 64, maximum: 32768 });
-    expect('completion.timeoutMs', { default: 4000, minimum: 100, maximum: 120000 });
+    expect('completion.timeoutMs', { default: 1000, minimum: 100, maximum: 120000 });
     expect('logLevel', { default: 'info', enum: ['error', 'warning', 'info', 'debug'] });
     expect('model.path', { default: '', nullAs: 'emptyString' });
     expect('model.sha256', { default: '', nullAs: 'emptyString' });
