@@ -18,7 +18,8 @@ switch   The issue's round trip, three times at new places: a suggestion in file
          as the control, the same new line in a third file without a switch in between.
 
 Prompt tokens evaluated per keystroke come from lspInfer/stats; the server's resident memory
-(RSS) is sampled at every pause.
+(RSS) is sampled at every pause; "small w." is how many generations used a cold start's
+smaller window (completion.coldStartMs), of all generations.
 
     python bench/multifile.py                              # both parts, cache off and on
     python bench/multifile.py --switch-every 0 --parts typing --configs on   # one file at a time
@@ -241,7 +242,8 @@ def ms(values: list[float], fraction: float) -> str:
 
 def report_typing(runs: dict[str, Run]) -> None:
     print(f"\n{'cache':6} {'pauses':>6} {'p50 ms':>7} {'p95 ms':>7} | {'first':>13} "
-          f"{'return':>13} {'same file':>13} | {'tok/key':>7} {'RSS MB':>7}")  # fmt: skip
+          f"{'return':>13} {'same file':>13} | {'tok/key':>7} {'RSS MB':>7} "
+          f"{'small w.':>8}")  # fmt: skip
     print(f"{'':6} {'':>6} {'':>7} {'':>7} | {'p50/p95':>13} {'p50/p95':>13} {'p50/p95':>13} |")
     for name, run in runs.items():
         every = [p for kind in run.pauses.values() for p in kind]
@@ -251,7 +253,8 @@ def report_typing(runs: dict[str, Run]) -> None:
         )
         per_key = run.stats["promptTokensEvaluated"] / max(run.keystrokes, 1)
         print(f"{name:6} {len(every):6} {ms(every, 0.5):>7} {ms(every, 0.95):>7} | {kinds} | "
-              f"{per_key:7.1f} {max(run.rss_mb):7.0f}")  # fmt: skip
+              f"{per_key:7.1f} {max(run.rss_mb):7.0f} "
+              f"{run.stats['reducedWindows']:4}/{run.stats['generations']:<4}")  # fmt: skip
     if {"off", "on"} <= runs.keys():
         off = [p for kind in runs["off"].pauses.values() for p in kind]
         on = [p for kind in runs["on"].pauses.values() for p in kind]

@@ -40,6 +40,14 @@ def setup_logging(level: str, log_file: str | None = None) -> None:
         force=True,
     )
     logging.getLogger("lsp_infer").setLevel(level.upper())
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_late_cancels)
+
+
+def _late_cancels(record: logging.LogRecord) -> bool:
+    """pygls warns of every $/cancelRequest for a request already answered. Editors send
+    those all the time (VS Code cancels the last request on every keystroke, and a superseded
+    one is answered at once), so the warning would be most of the log: it is dropped."""
+    return not record.getMessage().startswith("Cancel notification for unknown message id")
 
 
 def _progress_bar(description: str) -> Any:
