@@ -315,7 +315,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from lsp_infer.doctor import run_doctor
 
     setup_logging("error")
-    return run_doctor(print)
+    return run_doctor(print, args.settings)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -373,8 +373,14 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser(
         "doctor",
         help="check the installation and explain what is wrong",
-        description="Check Python, threads, settings from the environment, and the model "
-        "(loads it and runs one completion).",
+        description="Check Python, threads, the settings (a --settings file and the "
+        "LSP_INFER_* environment variables, which win, as for the server), the model (loads it "
+        "and runs one completion) and every team server replica in team.url.",
+    )
+    doctor.add_argument(
+        "--settings",
+        metavar="JSON",
+        help="a file with the settings an editor would send (the lspInfer object, camelCase)",
     )
     doctor.set_defaults(run=cmd_doctor)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
@@ -39,10 +39,11 @@ from lsp_infer.lsp.convert import (
 from lsp_infer.lsp.protocol import LspInferProtocol
 from lsp_infer.positions import PositionError, position_at
 from lsp_infer.session import Session
-from lsp_infer.team.commands import TeamCommands
-from lsp_infer.team.completions import TeamCompletions
+from lsp_infer.team.tier import TeamTier
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class LspInferServer(LanguageServer):
@@ -57,12 +58,12 @@ class LspInferServer(LanguageServer):
         self.session = Session(self._workspace_roots)
         self.editor = LspEditor(self, self.session)
         self.local = LocalTier(self.session, self.editor)
-        self.team = TeamCommands(self.session, self.editor)
-        self.team_completions = TeamCompletions(self.session, self.team.refactorer.client)
+        self.team = TeamTier(self.session, self.editor)
         self.settings, _problems = load_settings(None, self.env)
         self._init_options: Any = None
         self._shown_problems: list[str] = []
         self._stats_task: asyncio.Future[None] | None = None
+        self._commands: dict[Any, asyncio.Task[Any]] = {}  # running commands by request id
 
     def _workspace_roots(self) -> list[str]:
         workspace = self.workspace
@@ -85,7 +86,7 @@ class LspInferServer(LanguageServer):
         self.settings = settings
         logging.getLogger("lsp_infer").setLevel(settings.log_level.upper())
         self.session.exclude = tuple(settings.exclude)
-        self.team.settings = settings.team
+        self.team.configure(settings.team)
         self.local.configure(settings)
 
     async def pull_settings(self) -> None:
@@ -114,8 +115,8 @@ class LspInferServer(LanguageServer):
         self.local.opened(uri, text)
 
     def document_changed(self, uri: str, text: str, line: int | None) -> None:
-        # Stops the document's generation unless this edit continues it, and any refactor in
-        # flight for it (its result would be for an old version).
+        # Stops the document's generation unless this edit continues it, and any refactor or
+        # team completion in flight for it (its result would be for an old version).
         self.local.changed(uri, text, line)
         self.team.document_changed(uri)
 
@@ -129,8 +130,9 @@ class LspInferServer(LanguageServer):
     ) -> tuple[str, types.Position]:
         """The suggestion at a position, and the position it applies to (clamped to the line).
 
-        Routing: an explicitly invoked request may go to the team model (team.completions,
-        with the local model as the fallback); everything typed stays local."""
+        Routing: an explicitly invoked inline completion may go to the team model
+        (team.completions, with the local model as the fallback); everything typed stays
+        local."""
         encoding = self.session.encoding
         try:
             snapshot = self.session.documents.get(uri)
@@ -142,12 +144,31 @@ class LspInferServer(LanguageServer):
             return "", where  # off, or an excluded file (secrets never enter a prompt)
         if explicit:
             settings = self.settings
-            team_text = await self.team_completions.suggest(
-                uri, snapshot.text, offset, settings.team, settings.completion
+            team_text = await self.team.completions.suggest(
+                snapshot, offset, settings.team, settings.completion
             )
-            if team_text:
+            if team_text is not None:  # "": the document moved on meanwhile
                 return team_text, where
         return await self.local.suggest(snapshot, offset, explicit), where
+
+    # -- commands ---------------------------------------------------------------------
+
+    async def run_command(self, work: Awaitable[T]) -> T:
+        """Run a command's work so that ``$/cancelRequest`` reaches it: pygls answers a
+        cancelled command with RequestCancelled but leaves its coroutine running."""
+        msg_id = self.protocol.msg_id
+        task = asyncio.current_task()
+        if msg_id is not None and task is not None:
+            self._commands[msg_id] = task
+        try:
+            return await work
+        finally:
+            self._commands.pop(msg_id, None)
+
+    def request_cancelled(self, msg_id: Any) -> None:
+        """``$/cancelRequest`` (from the protocol): cancel the command's work, if running."""
+        if (task := self._commands.pop(msg_id, None)) is not None:
+            task.cancel()
 
     # -- plumbing -------------------------------------------------------------------
 
@@ -157,8 +178,9 @@ class LspInferServer(LanguageServer):
         async def log_periodically() -> None:
             while True:
                 await asyncio.sleep(every_seconds)
-                if (line := self.local.stats_line()) is not None:
-                    log.info("stats: %s", line)
+                local, team = self.local.stats_line(), self.team.stats_line()
+                if local is not None or team is not None:
+                    log.info("stats: %s", "; ".join(x for x in (local, team) if x is not None))
 
         self._stats_task = asyncio.ensure_future(log_periodically())
 
@@ -172,7 +194,7 @@ class LspInferServer(LanguageServer):
         self.local.shutdown()
 
     async def close_team(self) -> None:
-        await self.team.refactorer.aclose()
+        await self.team.aclose()
 
 
 def _one(arguments: tuple[Any, ...]) -> Any:
@@ -241,11 +263,9 @@ def _register_completions(server: LspInferServer) -> None:
     async def completion(
         ls: LspInferServer, params: types.CompletionParams
     ) -> types.CompletionList:
-        context = params.context
-        explicit = (
-            context is not None and context.trigger_kind == types.CompletionTriggerKind.Invoked
-        )
-        text, where = await ls.suggest(params.text_document.uri, params.position, explicit)
+        # Trigger kind Invoked (1) is also sent for typing an identifier: no sign that the
+        # user asked, so these are never explicit (and never go to the team).
+        text, where = await ls.suggest(params.text_document.uri, params.position)
         return completion_list(text, where)
 
     @server.feature(DEBUG_DOCUMENT_METHOD)
@@ -260,7 +280,7 @@ def _register_completions(server: LspInferServer) -> None:
 
     @server.feature(STATS_METHOD)
     def stats(ls: LspInferServer, params: Any) -> dict[str, Any]:
-        return ls.local.stats()
+        return {**ls.local.stats(), "team": ls.team.stats()}
 
 
 def _register_team(server: LspInferServer) -> None:
@@ -272,14 +292,14 @@ def _register_team(server: LspInferServer) -> None:
         only = params.context.only
         if only and not any(str(kind).startswith("refactor") for kind in only):
             return []
-        return [code_action(ls.team.offer(params.text_document.uri))]
+        return [code_action(ls.team.commands.offer(params.text_document.uri))]
 
     @server.command(REFACTOR_FILE)
     async def refactor_file(ls: LspInferServer, *arguments: Any) -> dict[str, Any]:
         uris, instruction = refactor_arguments(_one(arguments), batch=False)
-        return await ls.team.refactor(uris, instruction)
+        return await ls.run_command(ls.team.commands.refactor(uris, instruction))
 
     @server.command(REFACTOR_FILES)
     async def refactor_files(ls: LspInferServer, *arguments: Any) -> dict[str, Any]:
         uris, instruction = refactor_arguments(_one(arguments), batch=True)
-        return await ls.team.refactor(uris, instruction)
+        return await ls.run_command(ls.team.commands.refactor(uris, instruction))
