@@ -5,7 +5,9 @@ vLLM), one of them killed and started again, through the real lsp-infer server; 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -121,3 +123,22 @@ async def test_a_bad_team_url_is_one_warning_and_the_default(
     warnings = [m.message for m in client.messages if "not valid" in m.message]
     assert len(warnings) == 1 and "team.url" in warnings[0], client.messages
     assert (await stats(client))["team"]["replicas"] == []
+
+
+def test_doctor_checks_every_replica_from_the_environment_and_a_settings_file(
+    team_server: TeamServer, tmp_path: Path
+) -> None:
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"team": {"model": "coder", "url": "http://ignored:1/v1"}}')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LSP_INFER_")}
+    env |= {"LSP_INFER_TEAM_URL": f"{team_server.url}, {dead}", "LSP_INFER_TEAM_API_KEY": API_KEY}
+    done = subprocess.run(
+        [sys.executable, "-m", "lsp_infer", "doctor", "--settings", str(settings)],
+        capture_output=True, text=True, env=env, timeout=240,
+    )  # fmt: skip
+    out = done.stdout
+    assert f"ok    settings from {settings}" in out
+    assert f"ok    {team_server.url}: serving coder" in out  # the environment wins over the file
+    assert f"FAIL  {dead}: cannot connect" in out and "ignored" not in out
+    assert done.returncode == 1 and API_KEY not in out
