@@ -72,6 +72,7 @@ class Record:
     sent: float
     done: float = 0.0
     outcome: str = ""  # refactor: status; completion: team | empty | error
+    message: str = ""
 
 
 @dataclass
@@ -90,6 +91,7 @@ class Editor:
     process: asyncio.subprocess.Process | None = None
     docs: dict[str, Document] = field(default_factory=dict)
     futures: dict[int, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+    sent: dict[int, tuple[str, float]] = field(default_factory=dict)  # id → (method, when)
     answers: Counter[int] = field(default_factory=Counter)
     next_id: int = 0
     bad_edits: int = 0  # edits for a version the document no longer had
@@ -97,11 +99,20 @@ class Editor:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     reader: asyncio.Future[None] | None = None
 
+    @property
+    def modules(self) -> list[str]:
+        return [uri for uri in self.docs if uri != self.scratch]
+
+    @property
+    def scratch(self) -> str:
+        return (self.root / "scratch.py").as_uri()
+
     async def start(self, env: dict[str, str]) -> None:
+        log = open(self.root.parent / f"dev{self.index}.log", "wb")  # noqa: SIM115
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "lsp_infer", "serve", "--log-level", "warning",
+            sys.executable, "-m", "lsp_infer", "serve", "--log-level", "info",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=env, limit=64 * 1024 * 1024,
+            stderr=log, env=env, limit=64 * 1024 * 1024,
         )  # fmt: skip
         self.reader = asyncio.ensure_future(self._read())
 
@@ -114,6 +125,7 @@ class Editor:
         self.next_id += 1
         future = asyncio.get_running_loop().create_future()
         self.futures[self.next_id] = future
+        self.sent[self.next_id] = (method, time.monotonic())
         self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         return future
 
@@ -179,8 +191,8 @@ class Editor:
             "workspaceFolders": [{"uri": root, "name": "ws"}],
         })  # fmt: skip
         self.notify("initialized", {})
-        for index in range(3):
-            path = self.root / f"mod{index}.py"
+        for index in range(4):  # three modules, and a scratch file for completions
+            path = self.root / (f"mod{index}.py" if index < 3 else "scratch.py")
             text = module_text(self.index, index)
             path.write_text(text)
             doc = self.docs[path.as_uri()] = Document(path.as_uri(), text)
@@ -189,7 +201,7 @@ class Editor:
 
     async def type_line(self, rng: random.Random) -> None:
         async with self.lock:
-            doc = rng.choice(list(self.docs.values()))
+            doc = self.docs[rng.choice(self.modules)]
             doc.text += f"# note {rng.randrange(1000)}\n"
             doc.version += 1
             self.notify("textDocument/didChange", {
@@ -198,9 +210,11 @@ class Editor:
             })  # fmt: skip
 
     async def complete(self, rng: random.Random) -> Record:
+        """Start a new function in the scratch file and ask for its body."""
         async with self.lock:
-            doc = rng.choice(list(self.docs.values()))
-            doc.text += f"\n\ndef mean_{rng.randrange(10**6)}(values):\n    return "
+            doc = self.docs[self.scratch]
+            base = rng.choice([d for uri, d in self.docs.items() if uri != self.scratch])
+            doc.text = base.text + f"\n\ndef mean_{rng.randrange(10**6)}(values):\n    return "
             doc.version += 1
             self.notify("textDocument/didChange", {
                 "textDocument": {"uri": doc.uri, "version": doc.version},
@@ -218,7 +232,7 @@ class Editor:
         return record
 
     async def refactor(self, rng: random.Random) -> Record:
-        uri = rng.choice(list(self.docs))
+        uri = rng.choice(self.modules)
         record = Record("refactor", time.monotonic())
         answer = await self.request("workspace/executeCommand", {
             "command": "lspInfer.refactorFile",
@@ -227,11 +241,17 @@ class Editor:
         record.done = time.monotonic()
         outcomes = (answer.get("result") or {}).get("outcomes") or [{"status": "error"}]
         record.outcome = outcomes[0]["status"]
+        record.message = outcomes[0].get("message", str(answer.get("error", "")))
         return record
 
     async def stats(self) -> dict[str, Any]:
         answer = await asyncio.wait_for(self.request("lspInfer/stats", {}), timeout=10)
         return dict(answer["result"]["team"])
+
+    async def counters(self) -> dict[str, Counter[str]]:
+        team = await self.stats()
+        return {kind: Counter({k: v for k, v in team[kind].items() if isinstance(v, int)})
+                for kind in ("refactors", "completions")}  # fmt: skip
 
     async def close(self) -> None:
         try:
@@ -268,12 +288,13 @@ async def developer(
     """One developer's day: three independent streams of work."""
 
     async def stream(every: float, work: Any) -> None:
-        await asyncio.sleep(rng.uniform(0, every))
+        await asyncio.sleep(min(rng.uniform(0, every), max(0.0, until - time.monotonic())))
         while time.monotonic() < until:
             result = await work(rng)
             if isinstance(result, Record):
                 records.append(result)
-            await asyncio.sleep(rng.expovariate(1 / every))
+            pause = rng.expovariate(1 / every)
+            await asyncio.sleep(min(pause, max(0.0, until - time.monotonic())))
 
     await asyncio.gather(
         stream(args.completion_every, editor.complete),
@@ -291,14 +312,16 @@ async def sample_queues(
         results = await asyncio.gather(*(e.stats() for e in editors), return_exceptions=True)
         in_flight: Counter[str] = Counter()
         down: Counter[str] = Counter()
+        failures: Counter[str] = Counter()
         for team in results:
             if isinstance(team, BaseException):
                 continue
             for replica in team["replicas"]:
                 in_flight[replica["url"]] += replica["inFlight"]
                 down[replica["url"]] += not replica["healthy"]
+                failures[replica["url"]] += replica["failures"]
         samples.append({"t": time.monotonic() - started, "inFlight": dict(in_flight),
-                        "down": dict(down)})  # fmt: skip
+                        "down": dict(down), "failures": dict(failures)})  # fmt: skip
         await asyncio.sleep(every)
 
 
@@ -309,7 +332,7 @@ async def run(
     options = {
         "team": {
             "url": urls, "apiKey": API_KEY, "model": "coder", "completions": True,
-            "completionTimeoutMs": 60_000, "maxTokens": 160, "timeoutMs": 600_000,
+            "completionTimeoutMs": 60_000, "maxTokens": 400, "timeoutMs": 600_000,
             "batchWindowMs": 100,
         },
         "completion": {"maxTokens": 24, "maxLines": 2},
@@ -317,7 +340,7 @@ async def run(
     }  # fmt: skip
     base = {k: v for k, v in os.environ.items() if not k.startswith("LSP_INFER_")}
     env = {**base, "LSP_INFER_MODEL": "/nonexistent/local-model-off.gguf"}
-    workdir = Path(tempfile.mkdtemp(prefix=f"team-load-{name}-"))
+    workdir = Path(tempfile.mkdtemp(prefix=f"team-load-{name.split(':')[0]}-"))
     editors = [Editor(i, workdir / f"dev{i}") for i in range(args.clients)]
     for editor in editors:
         editor.root.mkdir()
@@ -333,15 +356,31 @@ async def run(
     work.append(sample_queues(editors, until, 2.0, samples))
     if kill is not None:
         work.append(kill(started, seconds, events))
-    await asyncio.gather(*work)
+    tasks = [asyncio.ensure_future(w) for w in work]
+    # Every request must be answered; one that is not within the drain limit is reported
+    # (with its method and age) instead of hanging the benchmark.
+    _, stuck = await asyncio.wait(tasks, timeout=seconds + args.drain_limit)
+    for task in stuck:
+        task.cancel()
     drained = time.monotonic()
     await asyncio.sleep(2)  # late or double answers would arrive now
     answered = all(count == 1 for e in editors for count in e.answers.values())
     unanswered = sum(1 for e in editors for f in e.futures.values() if not f.done())
+    now = time.monotonic()
+    waiting = [
+        f"dev{e.index} #{i} {e.sent[i][0]} for {now - e.sent[i][1]:.0f} s"
+        for e in editors for i, f in e.futures.items() if not f.done()
+    ]  # fmt: skip
     result = summarize(name, records, samples, started, events)
+    totals: dict[str, Counter[str]] = {"refactors": Counter(), "completions": Counter()}
+    for counters in await asyncio.gather(*(e.counters() for e in editors)):
+        for kind, counts in counters.items():
+            totals[kind].update(counts)
+    result["lsp-infer counters (all editors)"] = {k: dict(v) for k, v in totals.items()}
     result |= {
         "every request answered exactly once": answered and unanswered == 0,
         "requests": sum(len(e.answers) for e in editors), "unanswered": unanswered,
+        "unanswered requests": waiting, "workdir": str(workdir),
         "edits applied": sum(e.edits for e in editors),
         "edits for a changed document": sum(e.bad_edits for e in editors),
         "drain s": round(drained - until, 1),
@@ -350,20 +389,40 @@ async def run(
     return result
 
 
+GOOD = {"refactor": {"applied", "unchanged"}, "completion": {"team"}}
+
+
+def latency(records: list[Record], kind: str) -> dict[str, Any]:
+    mine = [r for r in records if r.kind == kind]
+    served = [(r.done - r.sent) * 1000 for r in mine if r.outcome in GOOD[kind]]
+    return {
+        "count": len(mine),
+        "outcomes": dict(Counter(r.outcome for r in mine)),
+        "p50 ms": percentile(served, 0.5),
+        "p95 ms": percentile(served, 0.95),
+    }
+
+
 def summarize(
     name: str, records: list[Record], samples: list[dict[str, Any]], started: float,
     events: dict[str, float],
 ) -> dict[str, Any]:  # fmt: skip
     result: dict[str, Any] = {"run": name}
-    for kind, good in (("refactor", {"applied", "unchanged"}), ("completion", {"team"})):
-        mine = [r for r in records if r.kind == kind]
-        served = [(r.done - r.sent) * 1000 for r in mine if r.outcome in good]
-        result[kind] = {
-            "count": len(mine),
-            "outcomes": dict(Counter(r.outcome for r in mine)),
-            "p50 ms": percentile(served, 0.5),
-            "p95 ms": percentile(served, 0.95),
-        }
+    for kind in GOOD:
+        result[kind] = latency(records, kind)
+    failures = Counter(
+        r.message.split(": ", 1)[-1][:90] for r in records if r.outcome in ("failed", "error")
+    )
+    result["failure messages"] = dict(failures.most_common(8))
+    if "killed" in events:
+        phases = {"before the kill": (started, events["killed"]),
+                  "one replica down": (events["killed"], events["restarted"]),
+                  "after the restart": (events["restarted"], float("inf"))}  # fmt: skip
+        result["phases"] = {
+            phase: {kind: latency([r for r in records if low <= r.sent < high], kind)
+                    for kind in GOOD}
+            for phase, (low, high) in phases.items()
+        }  # fmt: skip
     urls = dict.fromkeys(url for s in samples for url in s["inFlight"])
     result["in flight per replica (max over 2 s samples)"] = {
         url: max(s["inFlight"].get(url, 0) for s in samples) for url in urls
@@ -402,6 +461,8 @@ def failover(
         "every editor saw it healthy again after the restart s": round(
             back_at[0] + started - restarted, 1) if back_at else None,
         "requests cut mid-answer by the kill": len(failed_mid),
+        "failed attempts on each replica (all editors, at the end)": samples[-1]["failures"]
+        if samples else {},
     }  # fmt: skip
 
 
@@ -424,8 +485,16 @@ def show(result: dict[str, Any]) -> None:
         p50 = "-" if r["p50 ms"] is None else f"{r['p50 ms'] / 1000:.1f} s"
         p95 = "-" if r["p95 ms"] is None else f"{r['p95 ms'] / 1000:.1f} s"
         print(f"{kind:10} n={r['count']:4}  p50 {p50:>7}  p95 {p95:>7}  {r['outcomes']}")
+    for phase, kinds in result.get("phases", {}).items():
+        for kind, r in kinds.items():
+            p50 = "-" if r["p50 ms"] is None else f"{r['p50 ms'] / 1000:.1f} s"
+            p95 = "-" if r["p95 ms"] is None else f"{r['p95 ms'] / 1000:.1f} s"
+            print(f"  {phase:18} {kind:10} n={r['count']:3} p50 {p50:>7} p95 {p95:>7} "
+                  f"{r['outcomes']}")  # fmt: skip
     for key in ("every request answered exactly once", "requests", "unanswered",
-                "edits applied", "edits for a changed document", "drain s"):  # fmt: skip
+                "unanswered requests", "edits applied", "edits for a changed document",
+                "drain s", "failure messages", "lsp-infer counters (all editors)",
+                "workdir"):  # fmt: skip
         print(f"{key}: {result[key]}")
     print(f"in flight per replica, max: {result['in flight per replica (max over 2 s samples)']}")
     series = result["samples"]
@@ -467,6 +536,10 @@ def main() -> None:
     parser.add_argument("--refactor-every", type=float, default=360.0, help="seconds")
     parser.add_argument("--type-every", type=float, default=60.0, help="seconds")
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument(
+        "--drain-limit", type=float, default=600.0,
+        help="seconds after the run to wait for answers before reporting the rest",
+    )  # fmt: skip
     parser.add_argument("--json", metavar="PATH", help="also write the figures here")
     asyncio.run(main_async(parser.parse_args()))
 

@@ -8,10 +8,10 @@ Which replica: the healthy one with the least load. Load is vLLM's own queue whe
 /metrics are fresh (``vllm:num_requests_waiting`` weighs more than ``…_running``: a waiting
 request means the engine is full, a running one only shares the batch), plus the requests
 this editor sent there since that sample; without /metrics (llama.cpp, most gateways) it is
-this editor's own requests in flight. Ties go to the replica that has had fewer requests, so
-an idle team spreads evenly. Interactive work names an affinity (its document), and keeps to
-the replica it hashes to while that one is within one request of the least loaded: that
-replica has the document's prefix cached.
+this editor's own requests in flight. Ties are broken at random, so that editors which each
+know only their own requests spread over the replicas. Interactive work names an affinity
+(its document), and keeps to the replica it hashes to while that one is within one request
+of the least loaded: that replica has the document's prefix cached.
 """
 
 from __future__ import annotations
@@ -56,16 +56,24 @@ def affinity_index(key: str, count: int) -> int:
 
 
 def pick(
-    loads: Sequence[Load], *, exclude: frozenset[int] = frozenset(), affinity: str | None = None
+    loads: Sequence[Load],
+    *,
+    exclude: frozenset[int] = frozenset(),
+    affinity: str | None = None,
+    order: Sequence[int] | None = None,
 ) -> int | None:
     """The index of the replica for the next request; None when every replica was excluded
     (tried already). Healthy replicas first; when none is, the least loaded of the others
-    (health may be out of date, and trying costs less than failing unasked)."""
+    (health may be out of date, and trying costs less than failing unasked). Among equally
+    loaded replicas, the one first in ``order`` (the router passes a random order: editors
+    that know only their own requests then spread over the replicas instead of all picking
+    the same one)."""
     candidates = [i for i in range(len(loads)) if i not in exclude]
     if not candidates:
         return None
+    rank = {index: position for position, index in enumerate(order or range(len(loads)))}
     healthy = [i for i in candidates if loads[i].healthy] or candidates
-    best = min(healthy, key=lambda i: (score(loads[i]), loads[i].requests, i))
+    best = min(healthy, key=lambda i: (score(loads[i]), rank.get(i, i)))
     if affinity is not None:
         preferred = affinity_index(affinity, len(loads))
         if preferred in healthy and score(loads[preferred]) <= score(loads[best]) + AFFINITY_SLACK:

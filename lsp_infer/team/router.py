@@ -66,9 +66,11 @@ class Router:
         while True:
             now = time.monotonic()
             self._poll_metrics(now)
+            order = self._rng.sample(range(len(self.replicas)), len(self.replicas))
             index = pick(
-                [r.load(now) for r in self.replicas], exclude=frozenset(tried), affinity=affinity
-            )
+                [r.load(now) for r in self.replicas],
+                exclude=frozenset(tried), affinity=affinity, order=order,
+            )  # fmt: skip
             if index is None:
                 assert last is not None
                 rounds += 1

@@ -28,8 +28,7 @@ def load(healthy: bool = UP, in_flight: int = 0, requests: int = 0, **gauges: fl
     [
         # Own in-flight counts when there are no gauges.
         ([load(in_flight=2), load(in_flight=1)], (), 1),
-        # A tie goes to the replica with fewer requests so far, then the first.
-        ([load(requests=5), load(requests=3)], (), 1),
+        # A tie goes to the first in the given order (the router's is random).
         ([load(), load()], (), 0),
         # vLLM's gauges: a waiting request weighs more than running ones.
         ([load(waiting=1, running=0), load(waiting=0, running=3)], (), 1),
@@ -45,6 +44,13 @@ def load(healthy: bool = UP, in_flight: int = 0, requests: int = 0, **gauges: fl
 )
 def test_pick(loads: list[Load], exclude: tuple[int, ...], expected: int | None) -> None:
     assert pick(loads, exclude=frozenset(exclude)) == expected
+
+
+def test_ties_follow_the_order_given() -> None:
+    idle = [load(), load(), load()]
+    assert pick(idle, order=[2, 0, 1]) == 2
+    assert pick(idle, order=[2, 0, 1], exclude=frozenset({2})) == 0
+    assert pick([load(in_flight=1), load(), load()], order=[0, 2, 1]) == 2
 
 
 def test_affinity_keeps_a_document_on_its_replica_while_it_is_not_busier() -> None:
@@ -109,6 +115,13 @@ def test_a_url_with_credentials_is_never_echoed() -> None:
     assert shown_url("https://bob:hunter2@a:1/v1?x=1") == "https://a:1/v1?x=1"
 
 
+class InOrder(random.Random):
+    """Ties in the replicas' own order (the router's order is random otherwise)."""
+
+    def sample(self, population, k, *, counts=None):  # type: ignore[no-untyped-def,override]
+        return list(population)[:k]
+
+
 def client(handlers: dict[str, object], retries: int = 1) -> TeamClient:
     """A client over fake replicas "a" and "b": ``handlers[host]`` is a status to answer, or
     an exception to raise, or "ok"."""
@@ -126,7 +139,7 @@ def client(handlers: dict[str, object], retries: int = 1) -> TeamClient:
         return httpx.Response(what, headers={"retry-after": "0"}, json={"error": "x"})
 
     settings = TeamSettings(url=["http://a/v1", "http://b/v1"], model="m", retries=retries)
-    return TeamClient(settings, transport=httpx.MockTransport(answer), rng=random.Random(0))
+    return TeamClient(settings, transport=httpx.MockTransport(answer), rng=InOrder(0))
 
 
 @pytest.mark.parametrize(
@@ -207,7 +220,7 @@ async def test_gauges_from_metrics_steer_requests() -> None:
         return httpx.Response(200, content=f"data: {json.dumps(event)}\n\n".encode())
 
     settings = TeamSettings(url=["http://a/v1", "http://b/v1"], model="m")
-    team = TeamClient(settings, transport=httpx.MockTransport(answer))
+    team = TeamClient(settings, transport=httpx.MockTransport(answer), rng=InOrder(0))
     try:
         await team.completion("p", 5)  # the first request starts the polls
         await asyncio.sleep(0.1)
@@ -218,3 +231,46 @@ async def test_gauges_from_metrics_steer_requests() -> None:
         assert team.replicas[0].waiting == 6.0 and team.replicas[0].running == 8.0
     finally:
         await team.aclose()
+
+
+def test_editors_that_know_only_their_own_requests_spread_over_the_replicas() -> None:
+    """Without /metrics every idle editor sees the same loads: the random order decides."""
+    rng = random.Random(14)
+    picks = [pick([load(), load()], order=rng.sample(range(2), 2)) for _ in range(400)]
+    assert 150 < picks.count(0) < 250
+
+
+async def test_invoked_completions_get_priority_0_and_refactors_10() -> None:
+    """Where vLLM schedules by priority (lower first), interactive work runs first."""
+    from lsp_infer.config import CompletionSettings
+    from lsp_infer.core.cancel import CancelToken
+    from lsp_infer.core.engine import CompletionEngine
+    from lsp_infer.team.client import Clients
+    from lsp_infer.team.completions import TeamCompletionBackend
+    from lsp_infer.team.refactor import Refactorer, RefactorJob
+
+    priorities: dict[str, int | None] = {}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.method != "POST":
+            return httpx.Response(404)
+        body = json.loads(request.content)
+        kind = "refactor" if "messages" in body else "completion"
+        priorities[kind] = body.get("priority")
+        text = "```python\nx = 2\n```" if kind == "refactor" else "a + b"
+        delta = {"delta": {"content": text}} if kind == "refactor" else {"text": text}
+        event = {"choices": [{"index": 0, **delta, "finish_reason": "stop"}]}
+        return httpx.Response(200, content=f"data: {json.dumps(event)}\n\n".encode())
+
+    settings = TeamSettings(url="http://a/v1", model="m", priority=True, max_model_len=4096)
+    clients = Clients(lambda s: TeamClient(s, transport=httpx.MockTransport(answer)))
+    try:
+        job = RefactorJob("file:///w/a.py", 1, "a.py", "python", "x = 1\n", "change it")
+        assert (await Refactorer(clients).compute(job, settings)).status == "applied"
+        backend = TeamCompletionBackend(clients.get(settings), "qwen")
+        text = "def add(a, b):\n    return "
+        engine = CompletionEngine(backend)
+        await engine.complete(text, len(text), CompletionSettings(), CancelToken())
+        assert priorities == {"refactor": 10, "completion": 0}
+    finally:
+        await clients.aclose()
