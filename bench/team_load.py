@@ -334,6 +334,9 @@ async def run(
             "url": urls, "apiKey": API_KEY, "model": "coder", "completions": True,
             "completionTimeoutMs": 60_000, "maxTokens": 400, "timeoutMs": 600_000,
             "batchWindowMs": 100,
+            # The stand-in's context (its /v1/models reports none, and answers only between
+            # generations: asking it would time the stand-in, not lsp-infer).
+            "maxModelLen": 4096,
         },
         "completion": {"maxTokens": 24, "maxLines": 2},
         "context": {"enabled": False},

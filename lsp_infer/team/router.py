@@ -137,13 +137,18 @@ class Router:
             self._probing.discard(replica.url)
 
     async def alive(self, replica: Replica) -> bool:
-        """Whether the replica answers: /health not failing, /v1/models answering."""
+        """Whether the replica serves again: /health not failing (vLLM: 503 while its engine
+        is dead), then /v1/models answering. A replica that takes the connection but is slow
+        to answer is busy, not down (llama.cpp's server answers /v1/models only between
+        generations)."""
         try:
             health = await self._http.get(f"{replica.root}/health", timeout=PROBE_TIMEOUT_S)
             if health.status_code >= 500:
                 return False
             models = await self._http.get(f"{replica.url}/models", timeout=PROBE_TIMEOUT_S)
-        except (httpx.HTTPError, RuntimeError):
+        except (httpx.ReadTimeout, httpx.PoolTimeout):
+            return True
+        except Exception:  # refused, reset, or anything else: still down, probe again
             return False
         return models.status_code < 500
 

@@ -274,3 +274,22 @@ async def test_invoked_completions_get_priority_0_and_refactors_10() -> None:
         assert priorities == {"refactor": 10, "completion": 0}
     finally:
         await clients.aclose()
+
+
+async def test_a_busy_replica_is_up_even_when_its_probe_times_out() -> None:
+    """llama.cpp's server answers /v1/models only between generations: a probe that got its
+    connection but no answer in time found a busy replica, not a dead one."""
+    handlers: dict[str, object] = {"a": httpx.ConnectError("refused"), "b": "ok"}
+    team = client(handlers)
+    try:
+        await team.completion("p", 5)
+        a = team.replicas[0]
+        assert not a.healthy
+        handlers["a"] = httpx.ReadTimeout("busy generating")
+        for _ in range(100):
+            if a.healthy:
+                break
+            await asyncio.sleep(0.05)
+        assert a.healthy
+    finally:
+        await team.aclose()
