@@ -374,9 +374,11 @@ class TeamClient:
                 f"the team server did not answer within {self.settings.timeout_ms / 1000:.0f} "
                 "s; raise team.timeoutMs or try a smaller batch",
             )
-        if got_data:
+        if got_data:  # not retried (part of the answer came); the replica may have died
             return TeamError(
-                "incomplete", f"the team server closed the connection mid-answer ({exc})"
+                "incomplete",
+                f"the team server closed the connection mid-answer ({exc})",
+                unavailable=isinstance(exc, httpx.TransportError),
             )
         if isinstance(exc, httpx.HTTPError):
             # Nothing of the answer arrived: the replica went away (or never answered).

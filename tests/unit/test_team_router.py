@@ -293,3 +293,29 @@ async def test_a_busy_replica_is_up_even_when_its_probe_times_out() -> None:
         assert a.healthy
     finally:
         await team.aclose()
+
+
+class CutStream(httpx.AsyncByteStream):
+    """Half an answer, then the connection drops."""
+
+    async def __aiter__(self):  # type: ignore[no-untyped-def,override]
+        yield b'data: {"choices": [{"index": 0, "text": "half"}]}\n\n'
+        raise httpx.RemoteProtocolError("peer closed connection")
+
+
+async def test_a_stream_cut_mid_answer_is_not_retried_but_the_replica_is_probed() -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path in ("/metrics", "/health"):
+            return httpx.Response(404)
+        if request.url.host == "b":
+            raise AssertionError("nothing is retried once part of the answer came")
+        return httpx.Response(200, stream=CutStream())
+
+    settings = TeamSettings(url=["http://a/v1", "http://b/v1"], model="m")
+    team = TeamClient(settings, transport=httpx.MockTransport(answer), rng=InOrder(0))
+    try:
+        with pytest.raises(TeamError) as error:
+            await team.completion("p", 5)
+        assert error.value.kind == "incomplete" and not team.replicas[0].healthy
+    finally:
+        await team.aclose()
