@@ -31,7 +31,7 @@ import httpx
 
 from lsp_infer.config import TeamSettings
 from lsp_infer.models import ensure_default_model
-from lsp_infer.team.client import TeamClient
+from lsp_infer.team.client import Clients, TeamClient
 from lsp_infer.team.refactor import Refactorer, RefactorJob
 
 BUILD = Path(__file__).parent / ".build"
@@ -151,6 +151,8 @@ async def client_overhead(count: int = 200) -> float:
     work = jobs("/bench/overhead")
 
     def handler(request: httpx.Request) -> httpx.Response:
+        if request.method != "POST":  # the router's /metrics polls
+            return httpx.Response(404)
         body = json.loads(request.content)
         code = body["messages"][1]["content"].split("```python\n", 1)[1].rsplit("```", 1)[0]
         events = "".join(
@@ -164,7 +166,9 @@ async def client_overhead(count: int = 200) -> float:
         )
 
     settings = TeamSettings(url="http://instant/v1", model="coder", max_concurrency=4)
-    refactorer = Refactorer(lambda s: TeamClient(s, transport=httpx.MockTransport(handler)))
+    refactorer = Refactorer(
+        Clients(lambda s: TeamClient(s, transport=httpx.MockTransport(handler)))
+    )
     started = time.perf_counter()
     for _ in range(count // len(work)):
         await refactorer.run_batch(work, settings)

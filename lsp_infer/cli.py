@@ -10,6 +10,7 @@ import argparse
 import logging
 import os
 import platform
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -265,8 +266,34 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 # -- team-server ------------------------------------------------------------------------
 
+# The vLLM releases `lsp-infer[team]` allows (pyproject.toml), whose flags used here were
+# checked against vLLM's documentation and source: README, "Team server".
+VLLM_RANGE = ((0, 10, 1), (0, 19))
+# From 0.10.1 request logging is opt-in (--enable-log-requests, vLLM PR #21739); before, every
+# prompt was logged unless --disable-log-requests, which 0.12 deprecated and later removed.
+VLLM_OPT_IN_LOGGING = (0, 10, 1)
 
-def team_server_command(args: argparse.Namespace) -> list[str]:
+
+def vllm_version_tuple(version: str) -> tuple[int, ...]:
+    """ "0.11.0rc1" → (0, 11, 0): the leading numbers."""
+    numbers = []
+    for part in version.split("."):
+        digits = re.match(r"\d+", part)
+        if digits is None:
+            break
+        numbers.append(int(digits[0]))
+    return tuple(numbers)
+
+
+def no_prompt_logging(version: tuple[int, ...] | None) -> list[str]:
+    """The flag that keeps vLLM from logging prompts (developers' files): explicit on every
+    version, in the spelling that version knows (None: not installed here, the current one)."""
+    if version is not None and version < VLLM_OPT_IN_LOGGING:
+        return ["--disable-log-requests"]
+    return ["--no-enable-log-requests"]
+
+
+def team_server_command(args: argparse.Namespace, version: tuple[int, ...] | None) -> list[str]:
     """The recommended `vllm serve` command line (the API key is not on it: vLLM reads
     VLLM_API_KEY from the environment, which keeps it out of `ps` and shell history)."""
     command = [
@@ -277,27 +304,78 @@ def team_server_command(args: argparse.Namespace) -> list[str]:
         "--scheduling-policy", "priority",
         "--max-model-len", str(args.max_model_len),
         "--gpu-memory-utilization", str(args.gpu_memory_utilization),
+        *no_prompt_logging(version),
     ]  # fmt: skip
     if args.tensor_parallel_size > 1:
         command += ["--tensor-parallel-size", str(args.tensor_parallel_size)]
+    if args.data_parallel_size > 1:
+        command += ["--data-parallel-size", str(args.data_parallel_size)]
+    if args.ssl_certfile:
+        command += ["--ssl-keyfile", args.ssl_keyfile, "--ssl-certfile", args.ssl_certfile]
     return command
 
 
-def cmd_team_server(args: argparse.Namespace) -> int:
+def team_server_warnings(args: argparse.Namespace, version: tuple[int, ...] | None) -> list[str]:
+    """What the person starting the server must know (printed to stderr)."""
+    warnings = []
+    if args.host in ("0.0.0.0", "::", "") and not args.ssl_certfile:
+        warnings.append(
+            f"listening on every interface ({args.host or 'all'}) without TLS: the API key "
+            "and every developer's files cross the network in clear text. Give "
+            "--ssl-keyfile/--ssl-certfile, bind to one interface with --host, or put a TLS "
+            "gateway in front"
+        )
+    if version is not None and not VLLM_RANGE[0] <= version < VLLM_RANGE[1]:
+        shown = ".".join(map(str, version))
+        low, high = (".".join(map(str, v)) for v in VLLM_RANGE)
+        warnings.append(
+            f"vLLM {shown} is outside the versions lsp-infer checked (>={low},<{high}); its "
+            "flags may differ: check that prompts are not logged"
+        )
+    return warnings
+
+
+def _installed_vllm() -> tuple[int, ...] | None:
+    from importlib import metadata
+
+    try:
+        return vllm_version_tuple(metadata.version("vllm"))
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _print_team_server(args: argparse.Namespace, command: list[str], installed: bool) -> None:
     import shlex
+
+    scheme = "https" if args.ssl_certfile else "http"
+    print("# The team's shared vLLM server for lsp-infer (run it on a GPU machine).")
+    if not installed:
+        print("# vLLM is not installed here: the command is for vLLM >= 0.10.1 (pip install "
+              "'lsp-infer[team]').")  # fmt: skip
+    print("# Set the key users put in team.apiKey; vLLM reads it from the environment:")
+    print('export VLLM_API_KEY="$(openssl rand -hex 24)"   # or your own')
+    print(shlex.join(command))
+    if args.host in ("127.0.0.1", "localhost", "::1"):
+        print(f"# It listens on {args.host}: this machine only (a TLS gateway on it, or an SSH")
+        print("# tunnel). For the team: --host <address> with --ssl-keyfile/--ssl-certfile.")
+    print(f"# Editors then set: team.url = {scheme}://<this host>:{args.port}/v1, "
+          f"team.model = {args.served_name}, team.priority = true")  # fmt: skip
+    print("# The key guards /v1 only: /metrics and /health stay open (firewall them, or put a")
+    print("# gateway in front for per-user keys and quotas: README, 'Team server').")
+
+
+def cmd_team_server(args: argparse.Namespace) -> int:
     import shutil
 
-    command = team_server_command(args)
+    if bool(args.ssl_keyfile) != bool(args.ssl_certfile):
+        print("lsp-infer team-server: give both --ssl-keyfile and --ssl-certfile", file=sys.stderr)
+        return 2
+    version = _installed_vllm()
+    command = team_server_command(args, version)
+    for warning in team_server_warnings(args, version):
+        print(f"lsp-infer team-server: warning: {warning}", file=sys.stderr)
     if not args.start:
-        print("# The team's shared vLLM server for lsp-infer refactors (run it on a GPU machine).")
-        print("# Set the key users put in team.apiKey; vLLM reads it from the environment:")
-        print('export VLLM_API_KEY="$(openssl rand -hex 24)"   # or your own')
-        print(shlex.join(command))
-        print(
-            f"# Editors then set: team.url = http://<this host>:{args.port}/v1, "
-            f"team.model = {args.served_name},"
-        )
-        print("#                   team.priority = true (the server schedules by priority)")
+        _print_team_server(args, command, version is not None)
         return 0
     if not os.environ.get("VLLM_API_KEY"):
         print(
@@ -306,7 +384,7 @@ def cmd_team_server(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if shutil.which("vllm") is None:
+    if shutil.which("vllm") is None or version is None:
         print(
             "lsp-infer team-server: vllm is not installed here; on a GPU machine: "
             "pip install 'lsp-infer[team]'",
@@ -323,7 +401,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from lsp_infer.doctor import run_doctor
 
     setup_logging("error")
-    return run_doctor(print)
+    return run_doctor(print, args.settings)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -381,8 +459,14 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser(
         "doctor",
         help="check the installation and explain what is wrong",
-        description="Check Python, threads, settings from the environment, and the model "
-        "(loads it and runs one completion).",
+        description="Check Python, threads, the settings (a --settings file and the "
+        "LSP_INFER_* environment variables, which win, as for the server), the model (loads it "
+        "and runs one completion) and every team server replica in team.url.",
+    )
+    doctor.add_argument(
+        "--settings",
+        metavar="JSON",
+        help="a file with the settings an editor would send (the lspInfer object, camelCase)",
     )
     doctor.set_defaults(run=cmd_doctor)
 
@@ -390,19 +474,32 @@ def build_parser() -> argparse.ArgumentParser:
         "team-server",
         help="print (or --run) the recommended vLLM server command for the team tier",
         description="Print the recommended `vllm serve` command for the team's shared server: "
-        "a served model name, prefix caching, priority scheduling, a max model length, and the "
-        "API key from VLLM_API_KEY. With --run, start it (needs vllm: pip install "
-        "'lsp-infer[team]' on a GPU machine).",
+        "a served model name, prefix caching, priority scheduling, a max model length, prompt "
+        "logging off (in the spelling of the installed vLLM), TLS when given, and the API key "
+        "from VLLM_API_KEY. It listens on --host (default 127.0.0.1, this machine only). With "
+        "--run, start it (needs vllm: pip install 'lsp-infer[team]' on a GPU machine).",
     )
     team.add_argument("--model", default="Qwen/Qwen2.5-Coder-7B-Instruct", help="model to serve")
     team.add_argument(
         "--served-name", default="qwen2.5-coder", help="name clients use (team.model)"
     )
-    team.add_argument("--host", default="0.0.0.0")
+    team.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; 0.0.0.0 for every interface: use TLS)",
+    )
     team.add_argument("--port", type=int, default=8000)
+    team.add_argument("--ssl-keyfile", metavar="PEM", help="TLS private key (with --ssl-certfile)")
+    team.add_argument("--ssl-certfile", metavar="PEM", help="TLS certificate (with --ssl-keyfile)")
     team.add_argument("--max-model-len", type=int, default=16384)
     team.add_argument("--gpu-memory-utilization", type=float, default=0.90)
     team.add_argument("--tensor-parallel-size", type=int, default=1, help="GPUs per replica")
+    team.add_argument(
+        "--data-parallel-size",
+        type=int,
+        default=1,
+        help="replicas of the model on this machine, behind one address (vLLM balances them)",
+    )
     team.add_argument(
         "--run", dest="start", action="store_true", help="start the server instead of printing"
     )

@@ -14,6 +14,7 @@ import re
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NewType, TypeVar
+from urllib.parse import urlsplit
 
 import cattrs
 
@@ -109,8 +110,10 @@ class ExtraContextSettings:
 class TeamSettings:
     """The shared OpenAI-compatible server (vLLM) for whole-file refactors."""
 
-    # Base URL of the OpenAI-compatible API, e.g. "http://gpu-box:8000/v1". None: no team tier.
-    url: str | None = None
+    # Base URL of the OpenAI-compatible API, e.g. "http://gpu-box:8000/v1", or several
+    # replicas serving the same model: a list, or one string with the URLs separated by commas
+    # or spaces (team/router.py picks one per request). None: no team tier.
+    url: str | list[str] | None = field(default=None, metadata={"urls": True})
     # Bearer token. Never logged, never echoed in messages (repr=False keeps it out of reprs).
     api_key: str | None = field(default=None, repr=False, metadata={"secret": True})
     # Served model name; None: the first model the server lists at /v1/models.
@@ -133,6 +136,55 @@ class TeamSettings:
     completions: bool = False
     completion_timeout_ms: int = _bounded(3000, 100, 60_000)
     fim_template: str = _choice("qwen", FIM_TEMPLATES[1:])
+    # The OpenAI `user` field sent with every request, so the server's logs and a gateway can
+    # tell developers apart. None: the OS user name; "": not sent.
+    user: str | None = None
+    # The team model's context in tokens: a rewrite that cannot fit is refused before it is
+    # sent. None: what the server reports (vLLM's /v1/models has max_model_len).
+    max_model_len: int | None = field(default=None, metadata={"min": 256, "max": 10_000_000})
+
+    def urls(self) -> tuple[str, ...]:
+        """The replicas' base URLs (none: no team tier)."""
+        return team_urls(self.url)
+
+
+def team_urls(value: str | list[str] | None) -> tuple[str, ...]:
+    """team.url as a tuple of base URLs: a list, or a string of URLs separated by commas or
+    whitespace; trailing slashes dropped, duplicates kept once."""
+    if value is None:
+        return ()
+    parts = re.split(r"[\s,]+", value) if isinstance(value, str) else value
+    return tuple(dict.fromkeys(part.strip().rstrip("/") for part in parts if part.strip()))
+
+
+def shown_url(url: str) -> str:
+    """A URL fit for logs, messages and stats: without user name or password."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
+def _check_urls(value: Any) -> str | list[str] | None:
+    """A valid team.url (one URL, a string of several, or a list), or ValueError."""
+    if value is None:
+        return None
+    is_list = isinstance(value, list) and all(isinstance(item, str) for item in value)
+    if not (is_list or isinstance(value, str)):
+        raise ValueError("expected a URL, or a list of URLs")
+    urls = team_urls(value)
+    if not urls:
+        return None
+    for url in urls:
+        parts = urlsplit(url)
+        try:
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+            parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
+        except ValueError:
+            valid = False
+        if not valid:
+            raise ValueError(f"not an http(s) URL: {shown_url(url)!r}")
+    return value if isinstance(value, str) else list(value)
 
 
 @dataclass(kw_only=True)
@@ -163,6 +215,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "LSP_INFER_TEAM_URL": ("team", "url"),
     "LSP_INFER_TEAM_API_KEY": ("team", "api_key"),
     "LSP_INFER_TEAM_MODEL": ("team", "model"),
+    "LSP_INFER_TEAM_USER": ("team", "user"),
     "LSP_INFER_LOG_LEVEL": ("log_level",),
     "LSP_INFER_DEBUG": ("debug",),
 }
@@ -257,7 +310,10 @@ def _structure(cls: type[T], raw: Any, path: str, problems: list[str]) -> T:
             values[f.name] = _structure(field_type, value, where, problems)
             continue
         try:
-            converted = _converter.structure(value, field_type)
+            if f.metadata.get("urls"):
+                converted = _check_urls(value)
+            else:
+                converted = _converter.structure(value, field_type)
             _check_field(f, converted)
         except Exception as exc:
             if f.metadata.get("secret"):  # never echo a secret, not even a malformed one

@@ -1,21 +1,31 @@
-"""``lsp-infer doctor``: plain-language checks of everything the server needs."""
+"""``lsp-infer doctor``: plain-language checks of everything the server needs.
+
+Settings come from the sources that do not need an editor: a settings file given with
+``--settings`` (the ``lspInfer`` object an editor would send, camelCase JSON) and the
+environment's ``LSP_INFER_*`` variables, which win, as they do for the server.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import json
 import os
 import platform
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from lsp_infer import __version__, models
-from lsp_infer.config import ENV_OVERRIDES, Settings, TeamSettings, load_settings
+from lsp_infer.config import ENV_OVERRIDES, Settings, TeamSettings, load_settings, shown_url
 
 if TYPE_CHECKING:
     from lsp_infer.local.llama_cpp import LoadedModel
+    from lsp_infer.team.client import Health
 
 Say = Callable[[str], None]
 
@@ -48,7 +58,7 @@ class Checks:
         self.say(f"\n{title}")
 
 
-def run_doctor(say: Say) -> int:
+def run_doctor(say: Say, settings_file: str | None = None) -> int:
     checks = Checks(say)
     say(f"lsp-infer {__version__}")
     say(f"  Python {platform.python_version()} at {sys.executable}")
@@ -56,29 +66,43 @@ def run_doctor(say: Say) -> int:
         f"  pygls {_version('pygls')}, lsprotocol {_version('lsprotocol')}, "
         f"llama-cpp-python {_version('llama-cpp-python')}"
     )
-    settings = _check_environment(checks)
-    if _check_model(checks, settings):
-        _check_team(checks, settings.team)
+    settings = _check_settings(checks, settings_file)
+    _check_model(checks, settings)
+    _check_team(checks, settings.team)  # whether or not the model loads
     return _summary(checks)
 
 
-def _check_environment(checks: Checks) -> Settings:
+def _read_settings_file(checks: Checks, settings_file: str | None) -> object:
+    if settings_file is None:
+        return None
+    try:
+        raw = json.loads(Path(settings_file).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        checks.bad(f"cannot read {settings_file}: {exc}", "give a JSON file with the settings")
+        return None
+    checks.ok(f"settings from {settings_file}")
+    return raw
+
+
+def _check_settings(checks: Checks, settings_file: str | None) -> Settings:
     from lsp_infer.local.llama_cpp import default_threads
 
-    checks.section("Threads")
-    settings, setting_problems = load_settings(None, os.environ)
-    threads = settings.model.n_threads or default_threads()
-    checks.ok(f"{threads} model threads ({os.cpu_count()} cores on this machine)")
-
-    checks.section("Settings from the environment")
+    checks.section("Settings (file, then the environment)")
+    raw = _read_settings_file(checks, settings_file)
+    settings, setting_problems = load_settings(raw, os.environ)
     env_set = [var for var in ENV_OVERRIDES if os.environ.get(var)]
     if not env_set:
         checks.ok("no LSP_INFER_* overrides set")
     for var in env_set:
-        shown = os.environ[var] if "KEY" not in var else "(set, hidden)"
+        value = os.environ[var]
+        shown = "(set, hidden)" if "KEY" in var else shown_url(value) if "URL" in var else value
         checks.ok(f"{var}={shown}")
     for problem in setting_problems:
-        checks.bad(problem, "correct or unset the environment variable")
+        checks.bad(problem, "correct the setting or unset the environment variable")
+
+    checks.section("Threads")
+    threads = settings.model.n_threads or default_threads()
+    checks.ok(f"{threads} model threads ({os.cpu_count()} cores on this machine)")
     return settings
 
 
@@ -143,34 +167,62 @@ def _report_compute(checks: Checks, loaded: LoadedModel, gpu_layers: str) -> Non
 
 def _check_team(checks: Checks, team: TeamSettings) -> None:
     checks.section("Team server")
-    if not team.url:
+    urls = team.urls()
+    if not urls:
         checks.note("not configured (set LSP_INFER_TEAM_URL or team.url for whole-file refactors)")
         return
     from lsp_infer.team.client import TeamClient
 
-    async def health() -> None:
+    async def health() -> list[Health]:
         client = TeamClient(team)
         try:
-            health = await client.health()
+            return await client.health()
         finally:
             await client.aclose()
-        if not health.ok:
-            checks.bad(
-                f"{team.url}: {health.detail}",
-                "start the team server or fix team.url / team.apiKey",
-            )
-            return
-        load = ""
-        if health.running is not None:
-            load = f"; {health.running:.0f} running, {health.waiting or 0:.0f} waiting"
-        checks.ok(f"{team.url}: serving {', '.join(health.models)}{load}")
-        if team.model and team.model not in health.models:
-            checks.bad(
-                f"team.model {team.model!r} is not served there",
-                f"use one of {', '.join(health.models)}",
-            )
 
-    asyncio.run(health())
+    results = asyncio.run(health())
+    for result in results:
+        _report_replica(checks, team, result)
+    served = {result.models for result in results if result.ok}
+    if len(served) > 1:
+        checks.bad(
+            "the replicas in team.url serve different models",
+            "list only replicas of the same model (and the same served name)",
+        )
+    plain = [shown_url(u) for u in urls if urlsplit(u).scheme == "http" and not _loopback(u)]
+    if team.api_key and plain:
+        checks.note(
+            f"the API key travels unencrypted to {', '.join(plain)}: serve over https "
+            "(lsp-infer team-server --ssl-keyfile/--ssl-certfile) or behind a TLS gateway"
+        )
+
+
+def _report_replica(checks: Checks, team: TeamSettings, result: Health) -> None:
+    if not result.ok:
+        checks.bad(
+            f"{result.url}: {result.detail}", "start the team server or fix team.url / team.apiKey"
+        )
+        return
+    load = ""
+    if result.running is not None:
+        load = f"; {result.running:.0f} running, {result.waiting or 0:.0f} waiting"
+    context = f"; context {result.max_model_len:,} tokens" if result.max_model_len else ""
+    checks.ok(f"{result.url}: serving {', '.join(result.models)}{load}{context}")
+    if team.model and team.model not in result.models:
+        checks.bad(
+            f"{result.url}: team.model {team.model!r} is not served there",
+            f"use one of {', '.join(result.models)}",
+        )
+
+
+def _loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _summary(checks: Checks) -> int:

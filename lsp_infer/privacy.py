@@ -5,6 +5,9 @@ Rules, in order:
 * a file matching the exclusion patterns is never read, sent or put in a prompt. The patterns
   are the secret-file defaults below, a ``.lspinferignore`` file (gitignore syntax) at the
   root of each workspace folder, and the ``exclude`` setting.
+
+Matching ignores case (``.ENV`` is ``.env``: case-insensitive file systems, and secrets named
+in capitals, are common); for the patterns that means erring towards excluding.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import pathspec
 
 IGNORE_FILE = ".lspinferignore"
 
-# Secrets that must never reach a model (gitignore syntax, matched anywhere in the tree).
+# Secrets that must never reach a model (gitignore syntax, matched anywhere in the tree: a
+# pattern with a slash inside is anchored at the root unless it starts with **/).
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".env",
     ".env.*",
@@ -51,8 +55,8 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".ssh/",
     ".aws/",
     ".gnupg/",
-    ".docker/config.json",
-    ".kube/config",
+    "**/.docker/config.json",
+    "**/.kube/config",
 )
 
 
@@ -118,7 +122,7 @@ class Policy:
         if ignore_file is not None and mtime >= 0:
             with contextlib.suppress(OSError):
                 lines += ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        spec = pathspec.GitIgnoreSpec.from_lines(line.lower() for line in lines)
         self._specs[root] = (mtime, spec)
         return spec
 
@@ -127,7 +131,7 @@ class Policy:
         to /), and whether the exclusion rules for that folder match it."""
         root = self.root_of(path)
         relative = path.relative_to(root).as_posix() if root else path.as_posix().lstrip("/")
-        return root, relative, bool(self._spec(root).match_file(relative))
+        return root, relative, bool(self._spec(root).match_file(relative.lower()))
 
     def check(self, uri: str) -> Path:
         """The file's resolved path if it may be read and sent; NotAllowed otherwise."""

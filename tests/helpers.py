@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import sys
@@ -66,28 +67,44 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.kill()
 
 
-@contextmanager
-def openai_server(api_key: str, threads: int = 2) -> Iterator[str]:
-    """llama-cpp-python's OpenAI-compatible server with the default model (served as
-    "coder") on a free loopback port, standing in for the team's vLLM server. Yields .../v1."""
+def openai_server_command(api_key: str, port: int, threads: int = 2) -> list[str]:
+    """llama-cpp-python's OpenAI-compatible server with the default model (served as "coder"),
+    queuing concurrent requests the way vLLM does: without ``--interrupt_requests False`` a
+    new request would interrupt the one streaming (vLLM never does that)."""
     from lsp_infer.models import ensure_default_model
 
-    port = free_port()
+    return [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(ensure_default_model()), "--model_alias", "coder",
+        "--api_key", api_key, "--host", "127.0.0.1", "--port", str(port),
+        "--n_ctx", "4096", "--n_threads", str(threads), "--interrupt_requests", "False",
+    ]  # fmt: skip
+
+
+def start_openai_server(api_key: str, port: int, threads: int = 2) -> subprocess.Popen[bytes]:
+    """Start the stand-in server on ``port`` and wait until it answers /v1/models."""
+    # OpenMP threads that spin while waiting crawl when the machine is busy with anything
+    # else (BENCHMARKS.md, "OpenMP wait policy"); lsp-infer sets the same for its own model.
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     process = subprocess.Popen(
-        [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(ensure_default_model()), "--model_alias", "coder",
-            "--api_key", api_key, "--host", "127.0.0.1", "--port", str(port),
-            "--n_ctx", "4096", "--n_threads", str(threads),
-        ],
+        openai_server_command(api_key, port, threads),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    wait_until_up(
+        f"http://127.0.0.1:{port}/v1/models", process, "llama_cpp.server",
+        {"Authorization": f"Bearer {api_key}"},
     )  # fmt: skip
+    return process
+
+
+@contextmanager
+def openai_server(api_key: str, threads: int = 2) -> Iterator[str]:
+    """The stand-in for the team's vLLM server on a free loopback port. Yields .../v1."""
+    port = free_port()
+    process = start_openai_server(api_key, port, threads)
     try:
-        url = f"http://127.0.0.1:{port}/v1"
-        wait_until_up(
-            f"{url}/models", process, "llama_cpp.server", {"Authorization": f"Bearer {api_key}"}
-        )
-        yield url
+        yield f"http://127.0.0.1:{port}/v1"
     finally:
         stop(process)

@@ -24,5 +24,7 @@ def cpu_features() -> str:
 key = "\n".join(
     [sys.version, platform.machine(), cpu_features(), os.environ.get("LLAMA_CMAKE_ARGS", "")]
 )
-print(f"{platform.machine()}-py{sys.version_info[0]}{sys.version_info[1]}-"
-      f"{hashlib.sha256(key.encode()).hexdigest()[:12]}")
+print(
+    f"{platform.machine()}-py{sys.version_info[0]}{sys.version_info[1]}-"
+    f"{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+)

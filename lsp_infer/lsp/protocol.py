@@ -5,6 +5,9 @@
   to the tiers.
 * A request whose params do not deserialize is answered with InvalidParams; pygls would log
   it and leave the client waiting forever.
+* ``$/cancelRequest`` also reaches a running command: pygls answers it RequestCancelled but
+  leaves the command's coroutine running (commands run behind a generator), so the listener
+  is told and cancels it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class DocumentListener(Protocol):
 
     def document_closed(self, uri: str) -> None: ...
 
+    def request_cancelled(self, msg_id: Any) -> None: ...
+
 
 class LspInferProtocol(LanguageServerProtocol):
     @property
@@ -66,6 +71,10 @@ class LspInferProtocol(LanguageServerProtocol):
         if message is _ALREADY_ANSWERED:
             return
         super().handle_message(message)
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        super()._handle_cancel_notification(msg_id)
+        self._listener.request_cancelled(msg_id)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(

@@ -12,8 +12,8 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
@@ -48,10 +48,11 @@ from lsp_infer.lsp.convert import (
 from lsp_infer.lsp.protocol import LspInferProtocol
 from lsp_infer.positions import PositionError, position_at
 from lsp_infer.session import Session
-from lsp_infer.team.commands import TeamCommands
-from lsp_infer.team.completions import TeamCompletions
+from lsp_infer.team.tier import TeamTier
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class LspInferServer(LanguageServer):
@@ -66,14 +67,14 @@ class LspInferServer(LanguageServer):
         self.session = Session(self._workspace_roots)
         self.editor = LspEditor(self, self.session)
         self.local = LocalTier(self.session, self.editor)
-        self.team = TeamCommands(self.session, self.editor)
-        self.team_completions = TeamCompletions(self.session, self.team.refactorer.client)
+        self.team = TeamTier(self.session, self.editor)
         # What became of the suggestions (shown, accepted, …), as the editor reports it.
         self.feedback = Feedback()
         self.settings, _problems = load_settings(None, self.env)
         self._init_options: Any = None
         self._shown_problems: list[str] = []
         self._stats_task: asyncio.Future[None] | None = None
+        self._commands: dict[Any, asyncio.Task[Any]] = {}  # running commands by request id
 
     def _workspace_roots(self) -> list[str]:
         workspace = self.workspace
@@ -96,7 +97,7 @@ class LspInferServer(LanguageServer):
         self.settings = settings
         logging.getLogger("lsp_infer").setLevel(settings.log_level.upper())
         self.session.exclude = tuple(settings.exclude)
-        self.team.settings = settings.team
+        self.team.configure(settings.team)
         self.local.configure(settings)
 
     async def pull_settings(self) -> None:
@@ -125,8 +126,8 @@ class LspInferServer(LanguageServer):
         self.local.opened(uri, text)
 
     def document_changed(self, uri: str, text: str, line: int | None) -> None:
-        # Stops the document's generation unless this edit continues it, and any refactor in
-        # flight for it (its result would be for an old version).
+        # Stops the document's generation unless this edit continues it, and any refactor or
+        # team completion in flight for it (its result would be for an old version).
         self.local.changed(uri, text, line)
         self.team.document_changed(uri)
 
@@ -162,10 +163,10 @@ class LspInferServer(LanguageServer):
         with the local model as the fallback); everything typed stays local."""
         if explicit:
             settings = self.settings
-            team_text = await self.team_completions.suggest(
-                snapshot.uri, snapshot.text, offset, settings.team, settings.completion
+            team_text = await self.team.completions.suggest(
+                snapshot, offset, settings.team, settings.completion
             )
-            if team_text:
+            if team_text is not None:  # "": the document moved on meanwhile
                 return Answer(team_text, "team")
         return await self.local.suggest(snapshot, offset, explicit)
 
@@ -191,6 +192,25 @@ class LspInferServer(LanguageServer):
             log.debug("%s: unknown suggestion %s (forgotten, or from before a restart)",
                       method, item_id)  # fmt: skip
 
+    # -- commands ---------------------------------------------------------------------
+
+    async def run_command(self, work: Awaitable[T]) -> T:
+        """Run a command's work so that ``$/cancelRequest`` reaches it: pygls answers a
+        cancelled command with RequestCancelled but leaves its coroutine running."""
+        msg_id = self.protocol.msg_id
+        task = asyncio.current_task()
+        if msg_id is not None and task is not None:
+            self._commands[msg_id] = task
+        try:
+            return await work
+        finally:
+            self._commands.pop(msg_id, None)
+
+    def request_cancelled(self, msg_id: Any) -> None:
+        """``$/cancelRequest`` (from the protocol): cancel the command's work, if running."""
+        if (task := self._commands.pop(msg_id, None)) is not None:
+            task.cancel()
+
     # -- plumbing -------------------------------------------------------------------
 
     def start_stats_log(self, every_seconds: float = 60.0) -> None:
@@ -199,8 +219,9 @@ class LspInferServer(LanguageServer):
         async def log_periodically() -> None:
             while True:
                 await asyncio.sleep(every_seconds)
-                if (line := self.local.stats_line()) is not None:
-                    log.info("stats: %s", line)
+                local, team = self.local.stats_line(), self.team.stats_line()
+                if local is not None or team is not None:
+                    log.info("stats: %s", "; ".join(x for x in (local, team) if x is not None))
 
         self._stats_task = asyncio.ensure_future(log_periodically())
 
@@ -214,7 +235,7 @@ class LspInferServer(LanguageServer):
         self.local.shutdown()
 
     async def close_team(self) -> None:
-        await self.team.refactorer.aclose()
+        await self.team.aclose()
 
 
 def _one(arguments: tuple[Any, ...]) -> Any:
@@ -284,11 +305,9 @@ def _register_completions(server: LspInferServer) -> None:
     async def completion(
         ls: LspInferServer, params: types.CompletionParams
     ) -> types.CompletionList:
-        context = params.context
-        explicit = (
-            context is not None and context.trigger_kind == types.CompletionTriggerKind.Invoked
-        )
-        items, where = await ls.suggest(params.text_document.uri, params.position, explicit)
+        # Trigger kind Invoked (1) is also sent for typing an identifier: no sign that the
+        # user asked, so these are never explicit (and never go to the team).
+        items, where = await ls.suggest(params.text_document.uri, params.position)
         return completion_list(items, where)
 
     @server.feature(DEBUG_DOCUMENT_METHOD)
@@ -305,6 +324,7 @@ def _register_completions(server: LspInferServer) -> None:
     def stats(ls: LspInferServer, params: Any) -> dict[str, Any]:
         stats = ls.local.stats()
         stats["suggestions"] = ls.feedback.as_json()
+        stats["team"] = ls.team.stats()
         return stats
 
 
@@ -341,14 +361,14 @@ def _register_team(server: LspInferServer) -> None:
         only = params.context.only
         if only and not any(str(kind).startswith("refactor") for kind in only):
             return []
-        return [code_action(ls.team.offer(params.text_document.uri))]
+        return [code_action(ls.team.commands.offer(params.text_document.uri))]
 
     @server.command(REFACTOR_FILE)
     async def refactor_file(ls: LspInferServer, *arguments: Any) -> dict[str, Any]:
         uris, instruction = refactor_arguments(_one(arguments), batch=False)
-        return await ls.team.refactor(uris, instruction)
+        return await ls.run_command(ls.team.commands.refactor(uris, instruction))
 
     @server.command(REFACTOR_FILES)
     async def refactor_files(ls: LspInferServer, *arguments: Any) -> dict[str, Any]:
         uris, instruction = refactor_arguments(_one(arguments), batch=True)
-        return await ls.team.refactor(uris, instruction)
+        return await ls.run_command(ls.team.commands.refactor(uris, instruction))

@@ -1,51 +1,48 @@
-"""A client for the team's OpenAI-compatible server (vLLM, or anything speaking the same API).
+"""A client for the team's OpenAI-compatible servers (vLLM, or anything speaking the same API).
 
 * Streams answers (server-sent events), so closing the request is the cancel: vLLM aborts a
-  generation when its client disconnects.
-* Retries only what is safe to retry: connection failures and 429/503 (honouring
-  Retry-After), with exponential backoff and jitter. A stream that broke after data arrived is
-  never retried blindly: the caller gets an error and decides.
+  generation when its client disconnects. Streams ask for usage (``stream_options``).
+* Every request goes through the router (router.py): one of the replicas in team.url, with
+  failover and retries only before any of the answer arrived.
+* Sends the OpenAI ``user`` field (team.user, default the OS user name), and vLLM's
+  ``priority`` when team.priority is on and the replica accepts it (a replica that refuses
+  it gets the request again without it, and never again with it).
 * Every failure is a :class:`TeamError` whose message says what happened and what to do.
-  Messages never contain the API key (it only ever travels in the Authorization header).
+  Messages never contain the API key (it only ever travels in the Authorization header) or
+  a URL's credentials.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
+import contextlib
+import getpass
 import json
 import logging
 import random
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 
 from lsp_infer.config import TeamSettings
+from lsp_infer.team.errors import (
+    ErrorKind,
+    TeamError,
+    parse_metrics,
+    retry_delay,
+    status_error,
+)
+from lsp_infer.team.replicas import Registry, Replica
+from lsp_infer.team.router import Router
 
 log = logging.getLogger(__name__)
 
-ErrorKind = Literal[
-    "not_configured",
-    "unreachable",
-    "unauthorized",
-    "overloaded",
-    "timeout",
-    "server_error",
-    "bad_response",
-    "incomplete",
-]
-
-_RETRY_STATUSES = (429, 503)
-_MAX_RETRY_AFTER = 30.0
-
-
-class TeamError(Exception):
-    def __init__(self, kind: ErrorKind, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
+__all__ = [
+    "Clients", "ErrorKind", "Health", "TeamAnswer", "TeamClient", "TeamError",
+    "parse_metrics", "retry_delay",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -58,71 +55,79 @@ class TeamAnswer:
 
 @dataclass(frozen=True)
 class Health:
+    """One replica, as ``doctor`` reports it."""
+
+    url: str  # without credentials
     ok: bool
     detail: str
     models: tuple[str, ...] = ()
     running: float | None = None  # vllm:num_requests_running
     waiting: float | None = None  # vllm:num_requests_waiting
+    max_model_len: int | None = None
 
 
-def retry_delay(
-    attempt: int, retry_after: str | None, rng: random.Random, base: float = 0.5
-) -> float:
-    """Seconds to wait before retry number ``attempt`` (1-based): the server's Retry-After
-    (seconds or an HTTP date) when it sent one, else exponential backoff with full jitter."""
-    seconds = _retry_after_seconds(retry_after) if retry_after else None
-    if seconds is not None:
-        return min(_MAX_RETRY_AFTER, max(0.0, seconds))
-    return rng.uniform(0, base * 2 ** (attempt - 1))
+class _PriorityRefused(Exception):
+    pass
 
 
-def _retry_after_seconds(value: str) -> float | None:
-    """Retry-After as seconds from now; None when unreadable."""
+class _Answer:
+    """A streamed answer assembled from its events."""
+
+    def __init__(self, chat: bool) -> None:
+        self.chat = chat
+        self.parts: list[str] = []
+        self.finish: str | None = None
+        self.usage: dict[str, Any] = {}
+
+    def feed(self, data: str) -> str | None:
+        """One event's data; the text it adds, if any."""
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError:
+            raise TeamError(
+                "bad_response", "the team server sent a malformed event (not JSON)"
+            ) from None
+        if not isinstance(chunk, dict):
+            raise TeamError("bad_response", "the team server sent an unexpected event")
+        if chunk.get("error"):
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else ""
+            raise TeamError("server_error", f"the team server reported an error: {message}")
+        self.usage = chunk.get("usage") or self.usage
+        added = []
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            piece = delta.get("content") if self.chat else choice.get("text")
+            if piece:
+                self.parts.append(piece)
+                added.append(piece)
+            self.finish = choice.get("finish_reason") or self.finish
+        return "".join(added) or None
+
+    def result(self, got_data: bool) -> TeamAnswer:
+        if self.finish is None:
+            # vLLM always ends with a finish_reason; a stream without one was cut short (or
+            # interrupted by the server), whatever else it sent.
+            raise TeamError(
+                "incomplete",
+                "the team server ended the stream before the answer was finished",
+                failover=not got_data,
+            )
+        usage = self.usage
+        return TeamAnswer(
+            "".join(self.parts), self.finish, usage.get("prompt_tokens"),
+            usage.get("completion_tokens"),
+        )  # fmt: skip
+
+
+def os_user(setting: str | None) -> str | None:
+    """The OpenAI ``user`` field to send: team.user, else the OS user name; None: send none."""
+    if setting is not None:
+        return setting or None
     try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        return email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-    except (TypeError, ValueError):
+        return getpass.getuser() or None
+    except (KeyError, OSError):  # no user name for this uid
         return None
-
-
-def parse_metrics(text: str) -> dict[str, float]:
-    """The vLLM gauges we use, summed over label sets, from Prometheus text format."""
-    wanted = ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc")
-    values: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        if name in wanted:
-            try:
-                values[name] = values.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
-            except ValueError:
-                continue
-    return values
-
-
-def _status_error(status: int, body: str) -> TeamError:
-    excerpt = " ".join(body.split())[:200]
-    if status in (401, 403):
-        return TeamError(
-            "unauthorized",
-            f"the team server refused the API key (HTTP {status}); set team.apiKey "
-            "(or LSP_INFER_TEAM_API_KEY) to the server's key",
-        )
-    if status in _RETRY_STATUSES:
-        return TeamError(
-            "overloaded", f"the team server is overloaded (HTTP {status}); try again in a while"
-        )
-    if status == 404:
-        return TeamError(
-            "server_error",
-            f"HTTP 404 from the team server: check team.url (it should end in /v1) and "
-            f"team.model ({excerpt})",
-        )
-    return TeamError("server_error", f"HTTP {status} from the team server: {excerpt}")
 
 
 class TeamClient:
@@ -132,17 +137,17 @@ class TeamClient:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         rng: random.Random | None = None,
+        registry: Registry | None = None,
     ) -> None:
-        if not settings.url:
+        urls = settings.urls()
+        if not urls:
             raise TeamError(
                 "not_configured",
                 "no team server is configured: set team.url (or LSP_INFER_TEAM_URL), e.g. "
                 "http://gpu-box:8000/v1",
             )
         self.settings = settings
-        self.base = settings.url.rstrip("/")
-        # /health and /metrics live beside /v1, not under it.
-        self.root = self.base[: -len("/v1")] if self.base.endswith("/v1") else self.base
+        self.replicas = (registry or Registry()).get(list(urls))
         headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
         self._http = httpx.AsyncClient(
             headers=headers,
@@ -152,86 +157,38 @@ class TeamClient:
             verify=settings.verify_tls,
             transport=transport,
         )
-        self._rng = rng or random.Random()
+        self.router = Router(self.replicas, self._http, settings.retries, rng)
         self._model: str | None = settings.model
+        self._cards: asyncio.Future[dict[str, dict[str, Any]]] | None = None
+        self._user = os_user(settings.user)
+        self._users = 0
+        self._retired = False
+        self._closing: asyncio.Future[None] | None = None
+
+    # -- lifetime -----------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def lease(self) -> AsyncIterator[TeamClient]:
+        """Use the client; one retired meanwhile is closed when its last user is done."""
+        self._users += 1
+        try:
+            yield self
+        finally:
+            self._users -= 1
+            if self._retired and self._users == 0:
+                await self.aclose()
+
+    def retire(self) -> None:
+        """The settings changed: close once no request uses this client any more."""
+        self._retired = True
+        if self._users == 0 and self._closing is None:
+            self._closing = asyncio.ensure_future(self.aclose())
 
     async def aclose(self) -> None:
+        self.router.close()
+        if self._cards is not None:
+            self._cards.cancel()
         await self._http.aclose()
-
-    # -- requests with retries --------------------------------------------------------
-
-    async def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
-        """One request (not streamed), retried on connection errors and 429/503."""
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                response = await self._http.request(method, url, **kwargs)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if attempt > self.settings.retries:
-                    raise self._unreachable(exc) from None
-                await asyncio.sleep(retry_delay(attempt, None, self._rng))
-                continue
-            except httpx.TimeoutException:
-                raise self._timeout() from None
-            except httpx.HTTPError as exc:
-                raise TeamError(
-                    "unreachable", f"the team server connection failed: {exc}"
-                ) from None
-            if response.status_code in _RETRY_STATUSES and attempt <= self.settings.retries:
-                await asyncio.sleep(
-                    retry_delay(attempt, response.headers.get("retry-after"), self._rng)
-                )
-                continue
-            if response.status_code >= 400:
-                raise _status_error(response.status_code, response.text)
-            return response
-
-    async def _stream_lines(self, url: str, body: dict[str, Any]) -> AsyncIterator[str]:
-        """The data lines of a server-sent-event stream. Retried like _send until the first
-        byte of a 200 answer arrives, never after."""
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                async with self._http.stream("POST", url, json=body) as response:
-                    if response.status_code in _RETRY_STATUSES and attempt <= self.settings.retries:
-                        delay = retry_delay(attempt, response.headers.get("retry-after"), self._rng)
-                        await asyncio.sleep(delay)
-                        continue
-                    if response.status_code >= 400:
-                        raise _status_error(response.status_code, (await response.aread()).decode(
-                            "utf-8", "replace"))  # fmt: skip
-                    async for line in response.aiter_lines():
-                        if line.startswith("data:"):
-                            yield line[5:].strip()
-                    return
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if attempt > self.settings.retries:
-                    raise self._unreachable(exc) from None
-                await asyncio.sleep(retry_delay(attempt, None, self._rng))
-            except httpx.TimeoutException:
-                raise self._timeout() from None
-            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                raise self._cut(exc) from None
-
-    def _unreachable(self, exc: Exception) -> TeamError:
-        return TeamError(
-            "unreachable",
-            f"cannot connect to the team server at {self.base} ({type(exc).__name__}); is it "
-            "running? Check team.url",
-        )
-
-    @staticmethod
-    def _cut(exc: Exception) -> TeamError:
-        return TeamError("incomplete", f"the team server closed the connection mid-answer ({exc})")
-
-    def _timeout(self) -> TeamError:
-        return TeamError(
-            "timeout",
-            f"the team server did not answer within {self.settings.timeout_ms / 1000:.0f} s; "
-            "raise team.timeoutMs or try a smaller batch",
-        )
 
     # -- API ------------------------------------------------------------------------------
 
@@ -246,11 +203,33 @@ class TeamClient:
         return self._model
 
     async def models(self) -> list[str]:
-        response = await self._send("GET", f"{self.base}/models")
-        data = self._json(response)
+        return list(await self._model_cards())
+
+    async def context_limit(self) -> int | None:
+        """The model's context in tokens: team.maxModelLen, else what the server reports
+        (vLLM: max_model_len in /v1/models); None when neither says."""
+        if self.settings.max_model_len is not None:
+            return self.settings.max_model_len
         try:
-            return [str(item["id"]) for item in data["data"]]
-        except (KeyError, TypeError) as exc:
+            card = (await self._model_cards()).get(await self.model(), {})
+        except TeamError:
+            return None  # the request itself will tell what is wrong
+        limit = card.get("max_model_len")
+        return limit if isinstance(limit, int) and limit > 0 else None
+
+    async def _model_cards(self) -> dict[str, dict[str, Any]]:
+        """/v1/models by model id, asked once (concurrent callers share the request; a
+        failure is not kept)."""
+        if self._cards is None or (self._cards.done() and self._cards.exception()):
+            self._cards = asyncio.ensure_future(self._fetch_cards())
+            self._cards.add_done_callback(lambda f: f.cancelled() or f.exception())
+        return await asyncio.shield(self._cards)
+
+    async def _fetch_cards(self) -> dict[str, dict[str, Any]]:
+        data = await self.router.call(lambda replica: self._get_json(replica, "/models"))
+        try:
+            return {str(item["id"]): dict(item) for item in data["data"]}
+        except (KeyError, TypeError, ValueError) as exc:
             raise TeamError("bad_response", f"unexpected /v1/models answer ({exc})") from None
 
     async def chat(
@@ -259,6 +238,7 @@ class TeamClient:
         max_tokens: int,
         *,
         priority: int | None = None,
+        affinity: str | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> TeamAnswer:
         body: dict[str, Any] = {
@@ -266,10 +246,11 @@ class TeamClient:
             "messages": messages,
             "max_tokens": max_tokens,  # vLLM's default is 16: always set it
             "temperature": 0,
-            "stream": True,
         }
-        self._add_priority(body, priority)
-        return await self._streamed(f"{self.base}/chat/completions", body, on_text, chat=True)
+        return await self.router.call(
+            lambda replica: self._stream(replica, "/chat/completions", body, priority, on_text),
+            affinity,
+        )
 
     async def completion(
         self,
@@ -278,6 +259,7 @@ class TeamClient:
         *,
         stop: list[str] | None = None,
         priority: int | None = None,
+        affinity: str | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> TeamAnswer:
         body: dict[str, Any] = {
@@ -285,113 +267,189 @@ class TeamClient:
             "prompt": prompt,
             "max_tokens": max_tokens,
             "temperature": 0,
-            "stream": True,
         }
         if stop:
             body["stop"] = stop
-        self._add_priority(body, priority)
-        return await self._streamed(f"{self.base}/completions", body, on_text, chat=False)
-
-    async def completion_batch(
-        self, prompts: list[str], max_tokens: int, *, priority: int | None = None
-    ) -> list[TeamAnswer]:
-        """Several prompts in one request (vLLM: one engine request each, batched together).
-        Not streamed; answers come back in prompt order (by each choice's index)."""
-        body: dict[str, Any] = {
-            "model": await self.model(),
-            "prompt": prompts,
-            "max_tokens": max_tokens,
-            "temperature": 0,
-        }
-        self._add_priority(body, priority)
-        data = self._json(await self._send("POST", f"{self.base}/completions", json=body))
-        try:
-            choices = sorted(data["choices"], key=lambda c: int(c.get("index", 0)))
-            answers = [TeamAnswer(str(c["text"]), c.get("finish_reason")) for c in choices]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TeamError("bad_response", f"unexpected /v1/completions answer ({exc})") from None
-        if len(answers) != len(prompts):
-            raise TeamError(
-                "bad_response", f"sent {len(prompts)} prompts, got {len(answers)} answers"
-            )
-        return answers
-
-    def _add_priority(self, body: dict[str, Any], priority: int | None) -> None:
-        if self.settings.priority and priority is not None:
-            body["priority"] = priority  # lower runs earlier (vLLM, --scheduling-policy priority)
-
-    async def _streamed(
-        self,
-        url: str,
-        body: dict[str, Any],
-        on_text: Callable[[str], None] | None,
-        *,
-        chat: bool,
-    ) -> TeamAnswer:
-        parts: list[str] = []
-        finish: str | None = None
-        usage: dict[str, Any] = {}
-        async for data in self._stream_lines(url, body):
-            if data == "[DONE]":
-                break
-            try:
-                chunk = json.loads(data)
-            except json.JSONDecodeError:
-                raise TeamError(
-                    "bad_response", "the team server sent a malformed event (not JSON)"
-                ) from None
-            if not isinstance(chunk, dict):
-                raise TeamError("bad_response", "the team server sent an unexpected event")
-            if chunk.get("error"):
-                message = chunk["error"].get("message") if isinstance(chunk["error"], dict) else ""
-                raise TeamError("server_error", f"the team server reported an error: {message}")
-            usage = chunk.get("usage") or usage
-            for choice in chunk.get("choices") or []:
-                piece = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
-                if piece:
-                    parts.append(piece)
-                    if on_text:
-                        on_text(piece)
-                finish = choice.get("finish_reason") or finish
-        if finish is None:
-            # vLLM always ends with a finish_reason; a stream without one was cut short (or
-            # interrupted by the server), whatever else it sent.
-            raise TeamError(
-                "incomplete", "the team server ended the stream before the answer was finished"
-            )
-        return TeamAnswer(
-            "".join(parts), finish, usage.get("prompt_tokens"), usage.get("completion_tokens")
+        return await self.router.call(
+            lambda replica: self._stream(replica, "/completions", body, priority, on_text),
+            affinity,
         )
 
+    # -- one attempt on one replica -------------------------------------------------------
+
+    def _payload(
+        self, replica: Replica, body: dict[str, Any], priority: int | None
+    ) -> dict[str, Any]:
+        payload = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        if self._user:
+            payload["user"] = self._user
+        if self.settings.priority and priority is not None and replica.takes_priority:
+            payload["priority"] = priority  # lower runs earlier (--scheduling-policy priority)
+        return payload
+
+    async def _stream(
+        self,
+        replica: Replica,
+        path: str,
+        body: dict[str, Any],
+        priority: int | None,
+        on_text: Callable[[str], None] | None,
+    ) -> TeamAnswer:
+        payload = self._payload(replica, body, priority)
+        try:
+            return await self._stream_once(replica, path, payload, on_text)
+        except _PriorityRefused:
+            log.warning(
+                "team replica %s refuses the priority field (start vLLM with "
+                "--scheduling-policy priority); sending without it",
+                replica.shown,
+            )
+            replica.takes_priority = False
+            payload.pop("priority", None)
+            return await self._stream_once(replica, path, payload, on_text)
+
+    async def _stream_once(
+        self,
+        replica: Replica,
+        path: str,
+        payload: dict[str, Any],
+        on_text: Callable[[str], None] | None,
+    ) -> TeamAnswer:
+        answer = _Answer(chat=path == "/chat/completions")
+        got_data = False
+        try:
+            async with self._http.stream("POST", f"{replica.url}{path}", json=payload) as response:
+                if response.status_code >= 400:
+                    await self._refuse(response, payload)
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    got_data = True
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    piece = answer.feed(data)
+                    if piece and on_text:
+                        on_text(piece)
+        except (TeamError, _PriorityRefused):
+            raise
+        except Exception as exc:
+            raise self._transport_error(replica, exc, got_data) from None
+        return answer.result(got_data)
+
     @staticmethod
-    def _json(response: httpx.Response) -> Any:
+    async def _refuse(response: httpx.Response, payload: dict[str, Any]) -> None:
+        text = (await response.aread()).decode("utf-8", "replace")
+        if response.status_code == 400 and "priority" in payload and "priority" in text.lower():
+            raise _PriorityRefused()
+        raise status_error(response.status_code, text, response.headers.get("retry-after"))
+
+    async def _get_json(self, replica: Replica, path: str) -> Any:
+        try:
+            response = await self._http.get(f"{replica.url}{path}")
+        except Exception as exc:
+            raise self._transport_error(replica, exc, got_data=False) from None
+        if response.status_code >= 400:
+            raise status_error(
+                response.status_code, response.text, response.headers.get("retry-after")
+            )
         try:
             return response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise TeamError("bad_response", "the team server's answer was not valid JSON") from None
 
-    async def health(self) -> Health:
-        """Reachable, authorized and serving? Plus load from vLLM's /metrics when it has them."""
+    def _transport_error(self, replica: Replica, exc: Exception, got_data: bool) -> TeamError:
+        """Any failure below HTTP (httpx's errors, a closed client) as a TeamError."""
+        if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+            return TeamError(
+                "unreachable",
+                f"cannot connect to the team server at {replica.shown} ({type(exc).__name__}); "
+                "is it running? Check team.url",
+                failover=True,
+                unavailable=True,
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return TeamError(
+                "timeout",
+                f"the team server did not answer within {self.settings.timeout_ms / 1000:.0f} "
+                "s; raise team.timeoutMs or try a smaller batch",
+            )
+        if got_data:  # not retried (part of the answer came); the replica may have died
+            return TeamError(
+                "incomplete",
+                f"the team server closed the connection mid-answer ({exc})",
+                unavailable=isinstance(exc, httpx.TransportError),
+            )
+        if isinstance(exc, httpx.HTTPError):
+            # Nothing of the answer arrived: the replica went away (or never answered).
+            return TeamError(
+                "unreachable",
+                f"the connection to the team server at {replica.shown} failed before it "
+                f"answered ({type(exc).__name__}: {exc})",
+                failover=True,
+                unavailable=True,
+            )
+        log.warning("team request failed: %r", exc)  # e.g. a client closed meanwhile
+        return TeamError("unreachable", f"the team request failed ({type(exc).__name__}: {exc})")
+
+    # -- doctor ------------------------------------------------------------------------------
+
+    async def health(self) -> list[Health]:
+        """Each replica: reachable, authorized and serving? Plus vLLM's gauges and context."""
+        return [await self._health(replica) for replica in self.replicas]
+
+    async def _health(self, replica: Replica) -> Health:
         try:
-            models = await self.models()
+            data = await self._get_json(replica, "/models")
+            cards = [dict(item) for item in data["data"]]
         except TeamError as exc:
-            return Health(False, str(exc))
+            return Health(replica.shown, False, str(exc))
+        except (KeyError, TypeError, ValueError) as exc:
+            return Health(replica.shown, False, f"unexpected /v1/models answer ({exc})")
+        models = tuple(str(card.get("id")) for card in cards)
+        limit = next(
+            (c.get("max_model_len") for c in cards if isinstance(c.get("max_model_len"), int)), None
+        )
         detail = "ok"
         try:
-            response = await self._http.get(f"{self.root}/health")
+            response = await self._http.get(f"{replica.root}/health")
             if response.status_code >= 500:
-                return Health(
-                    False, f"the team server reports it is unhealthy (HTTP {response.status_code})"
-                )
+                return Health(replica.shown, False, "it reports it is unhealthy "
+                              f"(HTTP {response.status_code})", models)  # fmt: skip
         except httpx.HTTPError:
             detail = "ok (no /health endpoint)"
-        running = waiting = None
-        try:
-            response = await self._http.get(f"{self.root}/metrics")
-            if response.status_code == 200:
-                gauges = parse_metrics(response.text)
-                running = gauges.get("vllm:num_requests_running")
-                waiting = gauges.get("vllm:num_requests_waiting")
-        except httpx.HTTPError:
-            pass
-        return Health(True, detail, tuple(models), running, waiting)
+        gauges: dict[str, float] = {}
+        with contextlib.suppress(httpx.HTTPError):
+            response = await self._http.get(f"{replica.root}/metrics")
+            gauges = parse_metrics(response.text) if response.status_code == 200 else {}
+        return Health(
+            replica.shown, True, detail, models, gauges.get("vllm:num_requests_running"),
+            gauges.get("vllm:num_requests_waiting"), limit,
+        )  # fmt: skip
+
+
+class Clients:
+    """One client per team settings. A client replaced by a settings change is closed once
+    its last request is done (closing it under a running batch failed that batch)."""
+
+    def __init__(self, factory: Callable[[TeamSettings], TeamClient] | None = None) -> None:
+        self.registry = Registry()
+        self._factory = factory or (lambda settings: TeamClient(settings, registry=self.registry))
+        self._client: TeamClient | None = None
+        self._settings: TeamSettings | None = None
+
+    def get(self, settings: TeamSettings) -> TeamClient:
+        if self._client is None or self._settings != settings:
+            if self._client is not None:
+                self._client.retire()
+            self._client = self._factory(settings)
+            self._settings = settings
+        return self._client
+
+    def current(self) -> TeamClient | None:
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

@@ -1,28 +1,38 @@
-"""Whole-file refactors on the team server: prompts, batching, validation, minimal edits.
+"""Whole-file refactors on the team server: prompts, sizes, validation, minimal edits.
 
 A refactor is computed for one exact version of a file and is only ever applied to that
-version. If the document changes while its refactor is in flight, the HTTP request is closed
-(vLLM then aborts the generation) and nothing is applied. Results are validated before
-anything is applied: a whole file (not cut off by max_tokens), code fences stripped, and, for
-Python, code that parses.
+version (commands.py applies it). Before anything is sent, the file must fit: at most
+MAX_FILE_BYTES, and with its rewrite within the model's context (team.maxModelLen, or the
+server's max_model_len). Results are validated before anything is applied: a whole file (not
+cut off by max_tokens), code fences stripped, and, for Python, code that parses.
+
+Line ends: the model sees and writes "\n"; a file whose lines end in "\r\n" gets them back
+on the answer, so only the lines the model changed differ.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import difflib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Literal
 
 from lsp_infer.config import TeamSettings
 from lsp_infer.editor import Replacement
-from lsp_infer.team.client import TeamAnswer, TeamClient, TeamError
-from lsp_infer.text import SHORT_CHARS_PER_TOKEN, line_offsets, split_lines
+from lsp_infer.team.client import Clients, TeamAnswer, TeamClient, TeamError
+from lsp_infer.text import (
+    SHORT_CHARS_PER_TOKEN,
+    TYPICAL_CHARS_PER_TOKEN,
+    line_offsets,
+    split_lines,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,19 +54,44 @@ PRESET_INSTRUCTIONS = (
 Status = Literal["applied", "unchanged", "stale", "cancelled", "failed", "refused"]
 
 
+# A refactor rewrites whole files: larger ones are refused before anything is sent.
+MAX_FILE_BYTES = 1_000_000
+# Chat templates add a few tokens around the messages.
+TEMPLATE_TOKENS = 32
+
+
 @dataclass(frozen=True)
 class RefactorJob:
     uri: str
     version: int | None  # None: a file that is not open (read from disk)
     path: str  # workspace-relative, for the prompt and messages
     language_id: str
-    text: str
+    text: str  # exactly as in the editor or on disk, line ends included
     instruction: str
 
     @property
     def key(self) -> tuple[str, int | None, str, str]:
         """Identical jobs (same file version, same instruction) share one request."""
         return (self.uri, self.version, self.instruction, self.text if self.version is None else "")
+
+    @property
+    def line_end(self) -> str:
+        return line_end(self.text)
+
+    @property
+    def model_text(self) -> str:
+        """The text as the model sees it: "\n" line ends."""
+        return self.text.replace("\r\n", "\n")
+
+
+def line_end(text: str) -> str:
+    """ "\r\n" when most of the text's lines end so, else "\n"."""
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf * 2 >= text.count("\n") else "\n"
+
+
+class TooLarge(Exception):
+    """The file cannot be refactored on the team server; the message says why."""
 
 
 @dataclass
@@ -88,7 +123,7 @@ def chat_messages(job: RefactorJob) -> list[dict[str, str]]:
         {
             "role": "user",
             "content": f"Instruction: {job.instruction}\n\nFile: {job.path}\n```{fence}\n"
-            f"{job.text}\n```",
+            f"{job.model_text}\n```",
         },
     ]
 
@@ -98,7 +133,7 @@ def completion_prompt(job: RefactorJob) -> str:
     fence = _fence_language(job.language_id, job.path)
     return (
         f"{SYSTEM_PROMPT}\n\nInstruction: {job.instruction}\n\nFile: {job.path}\n```{fence}\n"
-        f"{job.text}\n```\n\nRewritten file:\n```{fence}\n"
+        f"{job.model_text}\n```\n\nRewritten file:\n```{fence}\n"
     )
 
 
@@ -125,12 +160,13 @@ def extract_code(answer: str, *, opened: bool = False) -> str:
 
 
 def validate(job: RefactorJob, answer: TeamAnswer, *, opened: bool = False) -> str:
-    """The new file text, or InvalidResult saying why it must not be applied."""
+    """The new file text, with the file's own line ends, or InvalidResult saying why it must
+    not be applied."""
     if answer.finish_reason == "length":
         raise InvalidResult(
             "the answer was cut off at team.maxTokens before the file ended; raise team.maxTokens"
         )
-    code = extract_code(answer.text, opened=opened)
+    code = extract_code(answer.text.replace("\r\n", "\n"), opened=opened)
     if not code.strip():
         raise InvalidResult("the answer contains no code")
     if job.text.endswith("\n") and not code.endswith("\n"):
@@ -142,7 +178,7 @@ def validate(job: RefactorJob, answer: TeamAnswer, *, opened: bool = False) -> s
             raise InvalidResult(
                 f"the rewritten file is not valid Python (line {exc.lineno}: {exc.msg})"
             ) from None
-    return code
+    return code.replace("\n", job.line_end) if job.line_end != "\n" else code
 
 
 # -- edits (pure) ------------------------------------------------------------------------
@@ -190,172 +226,128 @@ def answer_budget(job: RefactorJob, settings: TeamSettings) -> int:
     """max_tokens for a rewrite: room for the file to grow by half (counted in short tokens,
     so a long file is not cut off), within team.maxTokens — asking for more than the
     server's context allows is an error."""
-    grown_chars = len(job.text) * 3 // 2
+    grown_chars = len(job.model_text) * 3 // 2
     return min(settings.max_tokens, grown_chars // SHORT_CHARS_PER_TOKEN + 256)
+
+
+def fit(job: RefactorJob, prompt_chars: int, settings: TeamSettings, limit: int | None) -> int:
+    """max_tokens for ``job`` within the model's context ``limit`` (None: unknown), or
+    TooLarge when the prompt and a rewrite as long as the file cannot both fit.
+
+    Without a tokenizer the counts are guesses: the refusal uses typical token lengths (a
+    file is refused only when it surely does not fit), max_tokens the short ones (so prompt
+    plus max_tokens stays within the context, which vLLM checks), unless that leaves less
+    room than the file needs."""
+    budget = answer_budget(job, settings)
+    if len(job.text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+        raise TooLarge(f"{job.path} is larger than {MAX_FILE_BYTES:,} bytes")
+    if limit is None:
+        return budget
+    prompt = prompt_chars // TYPICAL_CHARS_PER_TOKEN + TEMPLATE_TOKENS
+    rewrite = len(job.model_text) // TYPICAL_CHARS_PER_TOKEN + TEMPLATE_TOKENS
+    if prompt + rewrite > limit:
+        raise TooLarge(
+            f"{job.path} is too large for the team model's context: the file and its rewrite "
+            f"need about {prompt + rewrite:,} tokens, the server allows {limit:,} "
+            "(max_model_len); split the file, or serve the model with a longer context"
+        )
+    safe_room = limit - prompt_chars // SHORT_CHARS_PER_TOKEN - TEMPLATE_TOKENS
+    return max(1, min(budget, safe_room if safe_room >= rewrite else limit - prompt))
 
 
 # -- running jobs --------------------------------------------------------------------------
 
-Progress = Callable[[int, int, str], None]  # (done, total, message)
 
-# Prompts per /v1/completions request on the completions API (vLLM batches them inside).
-LIST_CHUNK = 16
+class Slots:
+    """At most ``limit`` holders at once (the limit may change from one call to the next)."""
+
+    def __init__(self) -> None:
+        self.active = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    @contextlib.asynccontextmanager
+    async def take(self, limit: int) -> AsyncIterator[None]:
+        while self.active >= limit:
+            turn = asyncio.get_running_loop().create_future()
+            self._waiting.append(turn)
+            try:
+                await turn
+            except asyncio.CancelledError:
+                if turn in self._waiting:
+                    self._waiting.remove(turn)
+                elif turn.done() and not turn.cancelled():
+                    self._wake()  # woken, but leaving: pass the turn on
+                raise
+        self.active += 1
+        try:
+            yield
+        finally:
+            self.active -= 1
+            self._wake()
+
+    def _wake(self) -> None:
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
 
 
 class Refactorer:
-    """Sends refactor jobs to the team server and validates the answers.
+    """Computes refactors on the team server: size check, request, validation.
 
     Never changes a document: applying is the caller's business (it knows the editor's
-    versions). ``document_changed`` cancels that document's job in flight.
+    versions). At most team.maxConcurrency refactor requests are in flight at once, across
+    batches; cancelling a job's task closes its request (vLLM aborts the generation).
     """
 
-    def __init__(self, client_factory: Callable[[TeamSettings], TeamClient] = TeamClient) -> None:
-        self._client_factory = client_factory
-        self._client: TeamClient | None = None
-        self._client_settings: TeamSettings | None = None
-        self._closing: asyncio.Future[None] | None = None
-        self._running: dict[tuple[str, int | None, str, str], asyncio.Task[Outcome]] = {}
-        self._by_uri: dict[str, set[asyncio.Task[Outcome]]] = {}
+    def __init__(self, clients: Clients | None = None) -> None:
+        self.clients = clients or Clients()
+        self.slots = Slots()
 
-    def client(self, settings: TeamSettings) -> TeamClient:
-        """One client (one connection pool) per team settings."""
-        if self._client is None or self._client_settings != settings:
-            if self._client is not None:
-                self._closing = asyncio.ensure_future(self._client.aclose())
-            self._client = self._client_factory(settings)
-            self._client_settings = settings
-        return self._client
+    async def compute(self, job: RefactorJob, settings: TeamSettings) -> Outcome:
+        """The job's outcome: ``applied`` (with the new text, not yet applied), ``unchanged``,
+        ``refused`` (too large) or ``failed`` (the message says why)."""
+        started = time.monotonic()
+        async with self.slots.take(settings.max_concurrency):
+            try:
+                client = self.clients.get(settings)
+            except TeamError as exc:
+                return Outcome(job.uri, "failed", f"{job.path}: {exc}")
+            async with client.lease():
+                try:
+                    new_text = await self._ask(client, job, settings)
+                except TooLarge as exc:
+                    return Outcome(job.uri, "refused", str(exc))
+                except (TeamError, InvalidResult) as exc:
+                    return Outcome(job.uri, "failed", f"{job.path}: {exc}")
+                except Exception as exc:  # one file's surprise must not fail the others
+                    log.exception("refactor of %s failed", job.path)
+                    return Outcome(
+                        job.uri, "failed", f"{job.path}: unexpected error ({type(exc).__name__})"
+                    )
+        return _result(job, new_text, time.monotonic() - started)
+
+    async def _ask(self, client: TeamClient, job: RefactorJob, settings: TeamSettings) -> str:
+        if settings.api == "chat":
+            messages = chat_messages(job)
+            chars = sum(len(m["content"]) for m in messages)
+            max_tokens = fit(job, chars, settings, await client.context_limit())
+            return validate(job, await client.chat(messages, max_tokens, priority=10))
+        prompt = completion_prompt(job)
+        max_tokens = fit(job, len(prompt), settings, await client.context_limit())
+        answer = await client.completion(prompt, max_tokens, priority=10)
+        return validate(job, answer, opened=True)
+
+    async def run_batch(self, jobs: list[RefactorJob], settings: TeamSettings) -> list[Outcome]:
+        """Every job's outcome, in order (identical jobs share one request)."""
+        unique = {job.key: job for job in jobs}
+        results = await asyncio.gather(*(self.compute(job, settings) for job in unique.values()))
+        by_key = dict(zip(unique, results, strict=True))
+        return [by_key[job.key] for job in jobs]
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
-
-    async def run_batch(
-        self,
-        jobs: list[RefactorJob],
-        settings: TeamSettings,
-        progress: Progress | None = None,
-        cancel: asyncio.Event | None = None,
-    ) -> list[Outcome]:
-        """One outcome per job, in order. Jobs run concurrently (at most team.maxConcurrency
-        requests); identical jobs, also ones already running for another batch, share one
-        request. Setting ``cancel`` closes every request of the batch."""
-        client = self.client(settings)
-        report = progress or (lambda _done, _total, _message: None)
-        if settings.api == "completions" and len(jobs) > 1:
-            tasks = self._list_prompt_tasks(client, jobs, settings)
-        else:
-            semaphore = asyncio.Semaphore(settings.max_concurrency)
-            tasks = [self._task(job, self._one(client, job, settings, semaphore)) for job in jobs]
-        stopper = asyncio.ensure_future(_cancel_when(cancel, tasks)) if cancel else None
-        outcomes: list[Outcome] = []
-        report(0, len(jobs), f"0/{len(jobs)} files")
-        try:
-            for job, task in zip(jobs, tasks, strict=True):
-                try:
-                    outcome = await asyncio.shield(task)
-                except asyncio.CancelledError:
-                    if not task.cancelled():
-                        raise  # this batch itself was cancelled (e.g. shutdown)
-                    outcome = Outcome(
-                        job.uri, "cancelled",
-                        f"{job.path}: cancelled (the document changed, or you cancelled); "
-                        "nothing was applied",
-                    )  # fmt: skip
-                outcomes.append(outcome)
-                report(len(outcomes), len(jobs), f"{len(outcomes)}/{len(jobs)} files")
-        except asyncio.CancelledError:
-            for task in tasks:
-                task.cancel()
-            raise
-        finally:
-            if stopper:
-                stopper.cancel()
-        return outcomes
-
-    def _task(self, job: RefactorJob, work: Awaitable[Outcome]) -> asyncio.Task[Outcome]:
-        existing = self._running.get(job.key)
-        if existing is not None and not existing.done():
-            asyncio.ensure_future(work).cancel()  # not needed: an identical job is running
-            return existing
-        task = asyncio.ensure_future(work)
-        self._running[job.key] = task
-        self._by_uri.setdefault(job.uri, set()).add(task)
-
-        def forget(done: asyncio.Task[Outcome]) -> None:
-            if self._running.get(job.key) is done:
-                del self._running[job.key]
-            self._by_uri.get(job.uri, set()).discard(done)
-
-        task.add_done_callback(forget)
-        return task
-
-    async def _one(
-        self,
-        client: TeamClient,
-        job: RefactorJob,
-        settings: TeamSettings,
-        semaphore: asyncio.Semaphore,
-    ) -> Outcome:
-        async with semaphore:
-            started = time.monotonic()
-            max_tokens = answer_budget(job, settings)
-            try:
-                if settings.api == "chat":
-                    answer = await client.chat(chat_messages(job), max_tokens, priority=10)
-                    new_text = validate(job, answer)
-                else:
-                    prompt = completion_prompt(job)
-                    answer = await client.completion(prompt, max_tokens, priority=10)
-                    new_text = validate(job, answer, opened=True)
-            except (TeamError, InvalidResult) as exc:
-                return Outcome(job.uri, "failed", f"{job.path}: {exc}")
-            return _result(job, new_text, time.monotonic() - started)
-
-    def _list_prompt_tasks(
-        self, client: TeamClient, jobs: list[RefactorJob], settings: TeamSettings
-    ) -> list[asyncio.Task[Outcome]]:
-        """Completions API: the batch's prompts go in lists of up to LIST_CHUNK per request."""
-        unique = list({job.key: job for job in jobs}.values())
-        requests: dict[tuple[str, int | None, str, str], asyncio.Future[list[TeamAnswer]]] = {}
-        for start in range(0, len(unique), LIST_CHUNK):
-            chunk = unique[start : start + LIST_CHUNK]
-            prompts = [completion_prompt(job) for job in chunk]
-            budget = max(answer_budget(job, settings) for job in chunk)
-            shared = asyncio.ensure_future(client.completion_batch(prompts, budget, priority=10))
-            shared.add_done_callback(_retrieve)
-            for job in chunk:
-                requests[job.key] = shared
-        started = time.monotonic()
-
-        async def outcome_of(job: RefactorJob) -> Outcome:
-            shared = requests[job.key]
-            chunk_keys = [key for key, fut in requests.items() if fut is shared]
-            try:
-                answers = await asyncio.shield(shared)
-                new_text = validate(job, answers[chunk_keys.index(job.key)], opened=True)
-            except (TeamError, InvalidResult) as exc:
-                return Outcome(job.uri, "failed", f"{job.path}: {exc}")
-            return _result(job, new_text, time.monotonic() - started)
-
-        return [self._task(job, outcome_of(job)) for job in jobs]
-
-    def document_changed(self, uri: str) -> None:
-        """The document moved on: its refactor in flight is stale. Close the request."""
-        for task in list(self._by_uri.get(uri, ())):
-            task.cancel()
-
-
-async def _cancel_when(event: asyncio.Event, tasks: list[asyncio.Task[Outcome]]) -> None:
-    await event.wait()
-    for task in tasks:
-        task.cancel()
-
-
-def _retrieve(future: asyncio.Future[list[TeamAnswer]]) -> None:
-    if not future.cancelled():
-        future.exception()  # retrieved: every job that needed it reports it
+        await self.clients.aclose()
 
 
 def _result(job: RefactorJob, new_text: str, seconds: float) -> Outcome:

@@ -53,7 +53,10 @@ async def test_the_accept_command_is_advertised_and_on_every_item(client: Langua
 
 async def test_show_accept_partly_accept_dismiss_and_the_stats(client: LanguageClient):
     await initialize(client, options={"completion": {"precompute": False}})
-    add, sub = "file:///tmp/lsp-infer-e2e/lifecycle-add.py", "file:///tmp/lsp-infer-e2e/lifecycle-sub.py"
+    add, sub = (
+        "file:///tmp/lsp-infer-e2e/lifecycle-add.py",
+        "file:///tmp/lsp-infer-e2e/lifecycle-sub.py",
+    )
     open_document(client, add, ADD)
     open_document(client, sub, SUB)
 

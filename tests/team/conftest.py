@@ -7,11 +7,15 @@ produces the failures (500, malformed JSON, a stream cut midway, slow or silent 
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,21 @@ API_KEY = "sk-lsp-infer-test-key"
 
 
 @dataclass(frozen=True)
+class Logged:
+    """One request that reached the fault proxy, and how it ended (None: still running)."""
+
+    number: int
+    mode: str
+    method: str
+    path: str
+    body: str
+    end: str | None  # "DONE": the whole answer went out; "GONE": the client closed it first
+
+
+_ENTRY = re.compile(r"^#(\d+) (\S+) (GET|POST) /(\S*)$")
+
+
+@dataclass(frozen=True)
 class TeamServer:
     url: str  # the real server, .../v1
     proxy: str  # the fault proxy root: f"{proxy}/{mode}/v1"
@@ -36,6 +55,42 @@ class TeamServer:
 
     def requests_logged(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def logged(self) -> list[Logged]:
+        """The proxy's log, parsed: every request with its body and its end."""
+        lines = self.requests_logged().split("\n")
+        ends: dict[int, str] = {}
+        heads: list[tuple[int, re.Match[str]]] = []
+        for index, line in enumerate(lines):
+            if (match := _ENTRY.match(line)) is not None:
+                heads.append((index, match))
+            elif line.startswith(("DONE #", "GONE #")):
+                ends[int(line[6:])] = line[:4]
+        entries = []
+        for i, m in heads:
+            body = lines[i + 1] if i + 1 < len(lines) else ""
+            entries.append(Logged(int(m[1]), m[2], m[3], m[4], body, ends.get(int(m[1]))))
+        return entries
+
+    def with_marker(self, marker: str) -> list[Logged]:
+        return [entry for entry in self.logged() if marker in entry.body]
+
+    async def wait_for(
+        self, what: str, ready: Callable[[list[Logged]], bool], timeout: float = 240
+    ) -> list[Logged]:
+        """Poll the proxy's log until ``ready`` holds for it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            entries = self.logged()
+            if ready(entries):
+                return entries
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}: {self.logged()}")
+
+
+def marker() -> str:
+    """A name no other test's request contains (the proxy's log is shared by the session)."""
+    return f"m{uuid.uuid4().hex[:10]}"
 
 
 @pytest.fixture(scope="session")
@@ -56,12 +111,23 @@ def team_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamServer
             stop(proxy)
 
 
+@dataclass
 class EditorState:
-    """What the test client saw: applied edits and messages."""
+    """What the test client saw: applied edits, in order with the test's own events, and the
+    number of answers per request id."""
 
-    def __init__(self) -> None:
-        self.edits: list[types.ApplyWorkspaceEditParams] = []
-        self.refuse_edits = False
+    edits: list[types.ApplyWorkspaceEditParams] = field(default_factory=list)
+    refuse_edits: bool = False
+    events: list[tuple[str, str, int | None]] = field(default_factory=list)  # (what, uri, version)
+    answers: dict[Any, int] = field(default_factory=dict)
+
+    def edited(self, uri: str) -> list[types.TextDocumentEdit]:
+        return [
+            change
+            for params in self.edits
+            for change in params.edit.document_changes or []
+            if isinstance(change, types.TextDocumentEdit) and change.text_document.uri == uri
+        ]
 
 
 @pytest_lsp.fixture(
@@ -73,10 +139,21 @@ class EditorState:
 async def client(lsp_client: LanguageClient):
     state = EditorState()
     lsp_client.editor = state  # type: ignore[attr-defined]
+    handle_response = lsp_client.protocol._handle_response
+
+    def count_answers(msg_id: Any, result: Any = None, error: Any = None) -> None:
+        state.answers[msg_id] = state.answers.get(msg_id, 0) + 1
+        handle_response(msg_id, result, error)
+
+    lsp_client.protocol._handle_response = count_answers  # type: ignore[method-assign]
 
     @lsp_client.feature(types.WORKSPACE_APPLY_EDIT)
     def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
         state.edits.append(params)
+        for change in params.edit.document_changes or []:
+            if isinstance(change, types.TextDocumentEdit):
+                document = change.text_document
+                state.events.append(("edit", document.uri, document.version))
         return types.ApplyWorkspaceEditResult(applied=not state.refuse_edits)
 
     @lsp_client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
@@ -101,17 +178,19 @@ async def start(client: LanguageClient, workspace: Path, team: dict[str, Any]) -
             ),
             root_uri=root,
             workspace_folders=[types.WorkspaceFolder(uri=root, name="ws")],
-            # llama_cpp.server interrupts a running stream when the next request arrives, so
-            # the stand-in gets one request at a time (vLLM batches concurrent ones).
-            initialization_options={
-                "team": {"maxTokens": 512, "timeoutMs": 120000, "maxConcurrency": 1, **team}
-            },
+            # The stand-in queues concurrent requests (vLLM batches them): small answers keep
+            # the tests short.
+            initialization_options={"team": {"maxTokens": 512, "timeoutMs": 120000, **team}},
         )
     )
 
 
-def open_file(client: LanguageClient, path: Path, text: str, version: int = 1) -> str:
-    path.write_text(text)
+def open_file(
+    client: LanguageClient, path: Path, text: str, version: int = 1, write: bool = True
+) -> str:
+    if write:
+        path.write_bytes(text.encode())  # exactly these line ends
+    client.editor.events.append(("open", path.as_uri(), version))  # type: ignore[attr-defined]
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
             text_document=types.TextDocumentItem(
@@ -129,6 +208,43 @@ async def run_command(
         types.ExecuteCommandParams(command=command, arguments=[argument])
     )
     return plain(result)
+
+
+def start_command(
+    client: LanguageClient, command: str, argument: dict[str, Any]
+) -> tuple[str, asyncio.Future[Any]]:
+    """Send a command with an id of our own (to cancel it); its future gets the answer."""
+    return start_request(
+        client, "workspace/executeCommand", {"command": command, "arguments": [argument]}
+    )
+
+
+def start_request(
+    client: LanguageClient, method: str, params: Any
+) -> tuple[str, asyncio.Future[Any]]:
+    msg_id = f"test-{uuid.uuid4()}"
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    client.protocol._request_futures[msg_id] = future
+    client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+    return msg_id, future
+
+
+def cancel(client: LanguageClient, msg_id: str) -> None:
+    client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
+
+
+def change_file(client: LanguageClient, uri: str, text: str, version: int) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+async def stats(client: LanguageClient) -> dict[str, Any]:
+    _, future = start_request(client, "lspInfer/stats", {})
+    return plain(await future)
 
 
 def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:

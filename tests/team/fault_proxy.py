@@ -6,19 +6,28 @@
 the fault named by <mode>:
   ok         forward untouched
   500        HTTP 500 with a JSON error
+  503        HTTP 503 (a replica that is up but not serving: failover material)
   malformed  HTTP 200 whose body (or first event) is not JSON
   cut        forward, but break the connection after the first chunk of the answer
   slow       wait 5 s, then forward (for client timeouts shorter than that)
+  slowonce   like slow for the first request of each path, then forward at once
   hang       accept the request and never answer
   429once    HTTP 429 with Retry-After: 1 for the first request of each path, then forward
-Every request body is appended to LOG_FILE, so tests can check what left the client.
+  marked     wait 6 s before forwarding a request whose body contains SLOWMARK, else forward
+Every request is appended to LOG_FILE as ``#<n> <mode> <METHOD> /<path>`` and its body, so
+tests can check what left the client. So is its end: ``DONE #<n>`` when the whole answer
+went out (for a stream: once its ``data: [DONE]`` did), ``GONE #<n>`` when the client
+closed the request first (the proxy then closes its
+upstream request too, as a client disconnect reaches vLLM).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import AsyncIterator
 
+import anyio
 import httpx
 import uvicorn
 from starlette.applications import Starlette
@@ -27,27 +36,53 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 UPSTREAM, PORT, LOG_FILE = sys.argv[1].rstrip("/"), int(sys.argv[2]), sys.argv[3]
-seen_429: set[str] = set()
+seen_once: set[tuple[str, str]] = set()
 upstream = httpx.AsyncClient(timeout=600)
+numbers = iter(range(1, 10**9))
+
+
+def log(line: bytes) -> None:
+    with open(LOG_FILE, "ab") as file:
+        file.write(line)
+
+
+async def disconnected(request: Request) -> None:
+    """Returns when the client goes away (the body has been read already)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def first_time(mode: str, path: str) -> bool:
+    if (mode, path) in seen_once:
+        return False
+    seen_once.add((mode, path))
+    return True
+
+
+async def delay_for(mode: str, path: str, body: bytes) -> float:
+    if mode == "hang":
+        return 3600.0
+    if mode == "slow" or (mode == "slowonce" and first_time(mode, path)):
+        return 5.0
+    if mode == "marked" and b"SLOWMARK" in body:
+        return 6.0
+    return 0.0
 
 
 async def proxy(request: Request) -> Response:
     mode, path = request.path_params["mode"], request.path_params["path"]
     body = await request.body()
-    with open(LOG_FILE, "ab") as log:
-        log.write(f"{mode} {request.method} /{path}\n".encode() + body + b"\n")
+    number = next(numbers)
+    log(f"#{number} {mode} {request.method} /{path}\n".encode() + body + b"\n")
     if mode == "500":
         return JSONResponse({"error": {"message": "internal error (injected)"}}, status_code=500)
+    if mode == "503":
+        return JSONResponse({"error": {"message": "unavailable (injected)"}}, status_code=503)
     if mode == "malformed":
         if b'"stream": true' in body or b'"stream":true' in body:
             return Response(b"data: {this is not json\n\n", media_type="text/event-stream")
         return Response(b"{this is not json", media_type="application/json")
-    if mode == "hang":
-        await asyncio.sleep(3600)
-    if mode == "slow":
-        await asyncio.sleep(5)
-    if mode == "429once" and path not in seen_429:
-        seen_429.add(path)
+    if mode == "429once" and first_time(mode, path):
         return JSONResponse({"error": "busy"}, status_code=429, headers={"Retry-After": "1"})
     headers = {
         k: v for k, v in request.headers.items() if k.lower() in ("authorization", "content-type")
@@ -55,20 +90,40 @@ async def proxy(request: Request) -> Response:
     forwarded = upstream.build_request(
         request.method, f"{UPSTREAM}/v1/{path}", headers=headers, content=body
     )
-    answer = await upstream.send(forwarded, stream=True)
 
-    async def chunks():
-        sent = 0
-        async for chunk in answer.aiter_raw():
-            yield chunk
-            sent += 1
-            if mode == "cut" and sent >= 1:
-                await answer.aclose()
-                raise ConnectionResetError("cut midway (injected)")
-        await answer.aclose()
+    async def answer() -> httpx.Response:
+        await asyncio.sleep(await delay_for(mode, path, body))
+        return await upstream.send(forwarded, stream=True)
 
-    media = answer.headers.get("content-type", "application/json")
-    return StreamingResponse(chunks(), status_code=answer.status_code, media_type=media)
+    # Until the answer's headers arrive, a client that goes away cancels the upstream request.
+    sending = asyncio.ensure_future(answer())
+    gone = asyncio.ensure_future(disconnected(request))
+    await asyncio.wait([sending, gone], return_when=asyncio.FIRST_COMPLETED)
+    if not sending.done():
+        sending.cancel()
+        log(f"GONE #{number}\n".encode())
+        return Response(b"", status_code=499)
+    gone.cancel()
+    upstream_answer = sending.result()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        sent, finished = 0, False
+        try:
+            async for chunk in upstream_answer.aiter_raw():
+                # A client may hang up as soon as it has the end of the stream.
+                finished = finished or b"data: [DONE]" in chunk
+                yield chunk
+                sent += 1
+                if mode == "cut" and sent >= 1:
+                    raise ConnectionResetError("cut midway (injected)")
+            finished = True
+        finally:
+            log(f"{'DONE' if finished else 'GONE'} #{number}\n".encode())
+            with anyio.CancelScope(shield=True):  # close upstream even when cancelled
+                await upstream_answer.aclose()
+
+    media = upstream_answer.headers.get("content-type", "application/json")
+    return StreamingResponse(chunks(), status_code=upstream_answer.status_code, media_type=media)
 
 
 async def health(request: Request) -> Response:

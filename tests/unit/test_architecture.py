@@ -91,9 +91,7 @@ def layer_violations(imports: Imports) -> list[str]:
             if top != "lsp_infer" or target == "lsp_infer":
                 continue
             if layer(target) not in ALLOWED[layer(module)]:
-                problems.append(
-                    f"{module} ({layer(module)}) imports {target} ({layer(target)})"
-                )
+                problems.append(f"{module} ({layer(module)}) imports {target} ({layer(target)})")
     return problems
 
 

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 from pathlib import Path
 
 import pytest
 
 from lsp_infer import models
-from lsp_infer.cli import UsageError, main, offset_for, parse_location, serve_env
+from lsp_infer.cli import (
+    UsageError,
+    build_parser,
+    main,
+    offset_for,
+    parse_location,
+    serve_env,
+    team_server_command,
+    team_server_warnings,
+    vllm_version_tuple,
+)
 
 
 @pytest.mark.parametrize(
@@ -131,3 +142,59 @@ def test_serve_log_level_precedence(environ: dict[str, str], flag: str | None, l
     assert env.get("LSP_INFER_LOG_LEVEL") == level
     settings, _ = load_settings({"logLevel": "info"}, env)
     assert settings.log_level == (level or "info")
+
+
+def team_server_args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["team-server", *argv])
+
+
+@pytest.mark.parametrize(
+    ("version", "flag"),
+    [
+        (None, "--no-enable-log-requests"),  # not installed here: the current spelling
+        ((0, 9, 2), "--disable-log-requests"),  # prompts were logged unless told not to
+        ((0, 10, 0), "--disable-log-requests"),
+        ((0, 10, 1), "--no-enable-log-requests"),  # logging became opt-in (PR #21739)
+        ((0, 12, 0), "--no-enable-log-requests"),
+        ((0, 18, 1), "--no-enable-log-requests"),
+    ],
+)
+def test_team_server_turns_prompt_logging_off_in_each_versions_spelling(
+    version: tuple[int, ...] | None, flag: str
+) -> None:
+    command = team_server_command(team_server_args(), version)
+    assert flag in command
+    assert ("--disable-log-requests" in command) != ("--no-enable-log-requests" in command)
+
+
+def test_team_server_binds_to_loopback_by_default_and_takes_tls() -> None:
+    command = team_server_command(team_server_args(), None)
+    assert command[command.index("--host") + 1] == "127.0.0.1"
+    assert "--ssl-certfile" not in command and not team_server_warnings(team_server_args(), None)
+    args = team_server_args(
+        "--host", "0.0.0.0", "--ssl-keyfile", "k.pem", "--ssl-certfile", "c.pem"
+    )  # fmt: skip
+    command = team_server_command(args, None)
+    assert command[command.index("--ssl-keyfile") + 1] == "k.pem"
+    assert command[command.index("--ssl-certfile") + 1] == "c.pem"
+    assert team_server_warnings(args, None) == []
+
+
+def test_team_server_warns_on_every_interface_without_tls_and_old_vllm() -> None:
+    [warning] = team_server_warnings(team_server_args("--host", "0.0.0.0"), (0, 11, 0))
+    assert "without TLS" in warning
+    warnings = team_server_warnings(team_server_args(), (0, 9, 0))
+    assert len(warnings) == 1 and "outside the versions" in warnings[0]
+
+
+def test_team_server_scale_out_flags() -> None:
+    args = team_server_args("--tensor-parallel-size", "2", "--data-parallel-size", "4")
+    command = team_server_command(args, (0, 11, 0))
+    assert command[command.index("--tensor-parallel-size") + 1] == "2"
+    assert command[command.index("--data-parallel-size") + 1] == "4"
+
+
+def test_vllm_version_tuple() -> None:
+    assert vllm_version_tuple("0.11.0rc1") == (0, 11, 0)
+    assert vllm_version_tuple("0.10.1.1") == (0, 10, 1, 1)
+    assert vllm_version_tuple("0.12.0+cu126") == (0, 12, 0)

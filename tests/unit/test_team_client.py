@@ -1,13 +1,15 @@
 """The team client against vLLM's documented request/response shapes (contract tests).
 
 vLLM cannot run on these machines; these tests pin the shapes it documents for the OpenAI-
-compatible API: list prompts in /v1/completions (answers by `index`), the `priority` field,
-server-sent events, `finish_reason`, Bearer auth and /metrics. The real-server tests are in
+compatible API: the `priority` field (and its refusal without priority scheduling), the
+`user` field, server-sent events with `stream_options.include_usage`, `finish_reason`,
+Bearer auth, /v1/models' `max_model_len` and /metrics. The real-server tests are in
 tests/team (llama-cpp-python's OpenAI-compatible server on loopback).
 """
 
 from __future__ import annotations
 
+import getpass
 import json
 import random
 from collections.abc import Callable
@@ -16,14 +18,23 @@ import httpx
 import pytest
 
 from lsp_infer.config import TeamSettings
-from lsp_infer.team.client import TeamClient, TeamError
+from lsp_infer.team.client import TeamClient, TeamError, os_user
 
 Handler = Callable[[httpx.Request], httpx.Response]
 
 
-def client(handler: Handler, **settings) -> TeamClient:
-    team = TeamSettings(url="http://team:8000/v1", api_key="sk-test", model="coder", **settings)
-    return TeamClient(team, transport=httpx.MockTransport(handler), rng=random.Random(0))
+def client(handler: Handler, *, probes: bool = False, **settings) -> TeamClient:
+    """A client whose requests ``handler`` answers; unless ``probes``, the router's own
+    /metrics polls and /health probes are answered 404 before they reach it."""
+    settings.setdefault("url", "http://team:8000/v1")
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if not probes and request.url.path in ("/metrics", "/health"):
+            return httpx.Response(404)
+        return handler(request)
+
+    team = TeamSettings(api_key="sk-test", model="coder", **settings)
+    return TeamClient(team, transport=httpx.MockTransport(answer), rng=random.Random(0))
 
 
 def sse(*events: object, done: bool = True) -> bytes:
@@ -33,28 +44,33 @@ def sse(*events: object, done: bool = True) -> bytes:
     return "".join(lines).encode()
 
 
-async def test_list_prompts_are_one_request_and_answers_follow_index() -> None:
-    seen: list[dict] = []
+def done(text: str = "x") -> httpx.Response:
+    return httpx.Response(
+        200,
+        content=sse({"choices": [{"index": 0, "text": text, "finish_reason": "stop"}]}),
+        headers={"content-type": "text/event-stream"},
+    )
+
+
+async def test_a_request_streams_asks_for_usage_and_names_the_user() -> None:
+    bodies: list[dict] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
-        seen.append(body)
+        bodies.append(json.loads(request.content))
         assert request.headers["authorization"] == "Bearer sk-test"
-        # vLLM answers a list of prompts with one choice per prompt, each with its index.
-        return httpx.Response(200, json={
-            "id": "cmpl-1", "object": "text_completion", "model": "coder",
-            "choices": [
-                {"index": 1, "text": "second", "finish_reason": "stop", "logprobs": None},
-                {"index": 0, "text": "first", "finish_reason": "length", "logprobs": None},
-            ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14},
-        })  # fmt: skip
+        return done()
 
-    answers = await client(handler).completion_batch(["p0", "p1"], 100)
-    assert [a.text for a in answers] == ["first", "second"]
-    assert answers[0].finish_reason == "length"
-    assert seen[0]["prompt"] == ["p0", "p1"] and seen[0]["max_tokens"] == 100
-    assert "priority" not in seen[0]
+    await client(handler, user="alice").completion("p", 5)
+    await client(handler, user="").completion("p", 5)
+    first, second = bodies
+    assert first["stream"] is True and first["stream_options"] == {"include_usage": True}
+    assert first["user"] == "alice" and "user" not in second
+    assert first["max_tokens"] == 5 and "priority" not in first
+
+
+def test_the_user_defaults_to_the_os_user_name() -> None:
+    assert os_user(None) == getpass.getuser()
+    assert os_user("bob") == "bob" and os_user("") is None
 
 
 async def test_priority_is_sent_only_when_enabled() -> None:
@@ -62,13 +78,28 @@ async def test_priority_is_sent_only_when_enabled() -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         bodies.append(json.loads(request.content))
-        return httpx.Response(
-            200, json={"choices": [{"index": 0, "text": "x", "finish_reason": "stop"}]}
-        )
+        return done()
 
-    await client(handler, priority=True).completion_batch(["p"], 5, priority=10)
-    await client(handler, priority=False).completion_batch(["p"], 5, priority=10)
+    await client(handler, priority=True).completion("p", 5, priority=10)
+    await client(handler, priority=False).completion("p", 5, priority=10)
     assert bodies[0]["priority"] == 10 and "priority" not in bodies[1]
+
+
+async def test_a_server_without_priority_scheduling_gets_the_request_without_it() -> None:
+    bodies: list[dict] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        if "priority" in body:  # vLLM without --scheduling-policy priority
+            return httpx.Response(400, json={"message": "Got priority 0 but Priority "
+                                             "scheduling is not enabled."})  # fmt: skip
+        return done("ok")
+
+    team = client(handler, priority=True)
+    assert (await team.completion("p", 5, priority=0)).text == "ok"
+    assert (await team.completion("p", 5, priority=0)).text == "ok"
+    assert ["priority" in b for b in bodies] == [True, False, False]  # asked once, then never
 
 
 async def test_chat_stream_is_assembled() -> None:
@@ -153,7 +184,7 @@ async def test_connection_refused_is_retried_then_unreachable() -> None:
 
     with pytest.raises(TeamError) as error:
         await client(handler, retries=2).models()
-    assert error.value.kind == "unreachable" and calls == 3
+    assert error.value.kind == "unreachable" and calls >= 3  # 3 attempts (+ probes)
 
 
 async def test_health_reads_vllm_gauges() -> None:
@@ -170,7 +201,7 @@ async def test_health_reads_vllm_gauges() -> None:
             )
         return httpx.Response(404)
 
-    health = await client(handler).health()
+    [health] = await client(handler, probes=True).health()
     assert (
         health.ok
         and health.models == ("coder",)
@@ -183,3 +214,20 @@ async def test_not_configured() -> None:
     with pytest.raises(TeamError) as error:
         TeamClient(TeamSettings())
     assert error.value.kind == "not_configured" and "team.url" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        httpx.WriteError("broken pipe"),
+        httpx.RemoteProtocolError("server disconnected"),
+        httpx.UnsupportedProtocol("no such scheme"),
+    ],
+)
+async def test_any_http_error_is_a_team_error(error: httpx.HTTPError) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        error.request = request
+        raise error
+
+    with pytest.raises(TeamError):
+        await client(handler, retries=0).completion("p", 5)

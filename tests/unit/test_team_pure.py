@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from pathlib import Path
 
 import pytest
 from pygls.exceptions import JsonRpcInvalidParams
 
-from lsp_infer.config import load_settings, to_wire
+from lsp_infer.config import TeamSettings, load_settings, to_wire
 from lsp_infer.lsp.convert import refactor_arguments
 from lsp_infer.privacy import NotAllowed, Policy, path_of
 from lsp_infer.team.client import TeamAnswer, parse_metrics, retry_delay
 from lsp_infer.team.refactor import (
     InvalidResult,
     RefactorJob,
+    Slots,
+    TooLarge,
+    answer_budget,
     apply_line_edits,
     chat_messages,
     completion_prompt,
     extract_code,
+    fit,
     line_edits,
+    line_end,
     validate,
 )
 
@@ -236,3 +242,83 @@ def test_excluded_applies_to_local_prompts_too(tmp_path: Path) -> None:
 
     os.utime(tmp_path / ".lspinferignore", (1, 1))
     assert policy.excluded((tmp_path / "src" / "a.py").as_uri())
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "app/.docker/config.json",
+        "a/b/.kube/config",
+        ".ENV",
+        "config/.Env.local",
+        "keys/ID_RSA",
+        "certs/Server.PEM",
+        "deploy/Secrets.yaml",
+    ],
+)
+def test_secret_patterns_match_at_any_depth_and_in_any_case(tmp_path: Path, relative: str) -> None:
+    policy = Policy.for_workspace([tmp_path.as_uri()])
+    path = tmp_path / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("token = 1\n")
+    assert policy.excluded(path.as_uri()), relative
+    assert not policy.allowed(path.as_uri()), relative
+
+
+def test_crlf_files_are_sent_with_lf_and_get_their_crlf_back() -> None:
+    crlf = RefactorJob("file:///w/a.py", 1, "a.py", "python", "x = 1\r\ny = 2\r\n", "hints")
+    assert crlf.line_end == "\r\n" and "\r" not in chat_messages(crlf)[1]["content"]
+    new = validate(crlf, TeamAnswer("```python\nx: int = 1\ny = 2\n```", "stop"))
+    assert new == "x: int = 1\r\ny = 2\r\n"
+    assert [e.start for e in line_edits(crlf.text, new)] == [0]  # only the changed line
+    assert line_end("a\nb\r\nc\n") == "\n" and line_end("a\r\nb\r\nc\n") == "\r\n"
+
+
+@pytest.mark.parametrize(
+    ("chars", "limit", "expected"),
+    [
+        (300, None, "budget"),  # no limit known: team.maxTokens and the file's size decide
+        (300, 100_000, "budget"),
+        (30_000, 4096, "refused"),  # the 30 KB file
+        (3_000, 2048, "fits"),  # fits, max_tokens cut to the room left
+    ],
+)
+def test_fit(chars: int, limit: int | None, expected: str) -> None:
+    text = ("x = 1\n" * (chars // 6))[:chars]
+    job = RefactorJob("file:///w/a.py", 1, "a.py", "python", text, "hints")
+    settings = TeamSettings(max_tokens=8192)
+    prompt = sum(len(m["content"]) for m in chat_messages(job))
+    if expected == "refused":
+        with pytest.raises(TooLarge, match="context"):
+            fit(job, prompt, settings, limit)
+        return
+    max_tokens = fit(job, prompt, settings, limit)
+    if expected == "budget":
+        assert max_tokens == answer_budget(job, settings)
+    else:
+        assert limit is not None and 0 < max_tokens <= limit - prompt // 4
+
+
+def test_a_file_over_the_size_limit_is_refused_whatever_the_context() -> None:
+    job = RefactorJob("file:///w/a.py", 1, "a.py", "python", "#" * 1_000_001, "hints")
+    with pytest.raises(TooLarge, match="larger than"):
+        fit(job, 10, TeamSettings(), None)
+
+
+async def test_slots_keep_to_the_limit_and_pass_on_a_cancelled_turn() -> None:
+    slots = Slots()
+    running, most = 0, 0
+
+    async def work(delay: float) -> None:
+        nonlocal running, most
+        async with slots.take(2):
+            running += 1
+            most = max(most, running)
+            await asyncio.sleep(delay)
+            running -= 1
+
+    tasks = [asyncio.ensure_future(work(0.05)) for _ in range(5)]
+    await asyncio.sleep(0.01)
+    tasks[3].cancel()  # waiting for a turn: leaves without taking one
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert most == 2 and slots.active == 0

@@ -62,10 +62,14 @@ def _wire_leaves(node: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def _base_type(hint: Any) -> Any:
-    """``int | None`` → ``int``; ``list[str]`` → ``list``; a NewType → what it wraps."""
+def _base_type(hint: Any, leaf: Leaf | None = None) -> Any:
+    """``int | None`` → ``int``; ``list[str]`` → ``list``; a NewType → what it wraps.
+    team.url (one URL or a list of them) is a string in VS Code: the server also takes
+    several URLs in one string."""
+    if leaf is not None and leaf.field.metadata.get("urls"):
+        return str
     if hasattr(hint, "__supertype__"):
-        return _base_type(hint.__supertype__)
+        return _base_type(hint.__supertype__, leaf)
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         assert len(args) == 1, hint
@@ -105,7 +109,7 @@ def test_every_server_setting_is_contributed_alike(
     name = PREFIX + leaf.key
     assert name in properties, f"{name} is not contributed by the VS Code extension"
     prop = properties[name]
-    base = _base_type(leaf.type)
+    base = _base_type(leaf.type, leaf)
     vscode_type = VSCODE_TYPES[base]
     assert prop.get("type") == vscode_type, name
     if base is list:

@@ -309,6 +309,22 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     description: 'Team tier: the team model\'s fill-in-the-middle format (for `#lspInfer.team.completions#`).',
   },
   {
+    key: 'team.user',
+    type: 'string',
+    default: '',
+    nullAs: 'emptyString',
+    description: 'Team tier: the OpenAI `user` field sent with every request, so the server\'s logs and a gateway can tell developers apart. Empty: your OS user name.',
+  },
+  {
+    key: 'team.maxModelLen',
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    maximum: 10000000,
+    nullAs: 'zero',
+    description: 'Team tier: the team model\'s context in tokens; a rewrite that cannot fit is refused before it is sent. 0: what the server reports (vLLM\'s `/v1/models` has `max_model_len`).',
+  },
+  {
     key: 'exclude',
     type: 'array',
     default: [],
