@@ -74,9 +74,10 @@ class CompletionSettings:
     # prefix-first prompt it is evaluated again on every keystroke (see BENCHMARKS.md).
     suffix_tokens: int = _bounded(128, 0, 16384)
     # Past this, decoding stops at a line end and the completed lines are returned (the first
-    # line is always finished). On 2 cores the model decodes 20-25 tokens/s: 1 s is a line or
-    # two, and a long suggestion would hold the lane for seconds (BENCHMARKS.md, "Switching
-    # files"); what follows an accepted suggestion is precomputed in the background.
+    # line is finished unless that takes twice as long). On 2 cores the model decodes 20-25
+    # tokens/s: 1 s is a line or two, and a long suggestion would hold the lane for seconds
+    # (BENCHMARKS.md, "Switching files"); what follows an accepted suggestion is precomputed
+    # in the background.
     timeout_ms: int = _bounded(1000, 100, 120000)
     # After a suggestion is shown, generate what would follow its acceptance while idle.
     precompute: bool = True
@@ -119,7 +120,8 @@ class TeamSettings:
     # Served model name; None: the first model the server lists at /v1/models.
     model: str | None = None
     # "chat": /v1/chat/completions (the server applies the model's chat template);
-    # "completions": /v1/completions with a plain prompt (a batch goes as one list of prompts).
+    # "completions": /v1/completions with a plain prompt; either way one streamed request per
+    # file, so that each file can be cancelled alone.
     api: str = _choice("chat", ("chat", "completions"))
     timeout_ms: int = _bounded(300_000, 1000, 3_600_000)
     connect_timeout_ms: int = _bounded(5000, 100, 60_000)

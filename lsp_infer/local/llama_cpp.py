@@ -592,9 +592,10 @@ class LlamaCppBackend:
         llm, vocab = self._llm, self._vocab
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         raw = text = ""
-        # The deadline cuts at whole lines, so it waits for the first one (within four times
-        # the time: a line that never ends is cut anyway).
-        last_resort = deadline + 3 * job.decode_seconds
+        # The deadline cuts at whole lines, so it waits for the first one, but only up to twice
+        # the time: a long first line (a regex, a long call) is cut there, so that it cannot
+        # hold the pause for seconds (multifile benchmark: 50-token lines decoded for 3 s).
+        last_resort = deadline + job.decode_seconds
         for generated in range(max_tokens):
             cancel.raise_if_cancelled()
             now = time.monotonic()
