@@ -134,3 +134,20 @@ def _take_lines(
     if not forward:
         taken.reverse()
     return "".join(taken), used
+
+
+# A cold start's window is never cut below this many tokens.
+MIN_COLD_BUDGET = 64
+
+
+def smaller_budgets(budget: int, minimum: int = MIN_COLD_BUDGET) -> list[int]:
+    """The windows a cold start may try after ``budget``, largest first: each 3/4 of the one
+    before, down to ``minimum``. A fixed ladder, not a size computed from the measured speed,
+    so the same cache gives the same window keystroke after keystroke (and it stays cached);
+    steps of 3/4 rather than halves, so the window lands closer to what the time allows
+    (quality falls fast below 256 tokens: BENCHMARKS.md, "Cold start")."""
+    ladder: list[int] = []
+    while budget > minimum:
+        budget = max(minimum, budget * 3 // 4)
+        ladder.append(budget)
+    return ladder

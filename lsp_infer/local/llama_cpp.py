@@ -34,7 +34,7 @@ from lsp_infer.core.prompts import (
     detect_template,
     with_repository,
 )
-from lsp_infer.core.window import fit_window
+from lsp_infer.core.window import fit_window, smaller_budgets
 from lsp_infer.local.devices import Device, describe_devices, gpu_layers_for
 from lsp_infer.local.kv_cache import KEEP_AT_LEAST, KvCache
 from lsp_infer.local.kv_reuse import common_prefix
@@ -53,8 +53,6 @@ PREFIX_ANCHOR_LINES = 8
 # keep_cache jobs evaluate their prompt in batches this small: 3 % slower than 256 here (85 vs
 # 88 tokens/s on 2 cores), but a stop loses at most one batch, under a second of work.
 _BACKGROUND_BATCH = 64
-# A cold start's window is never cut below this many tokens.
-_MIN_COLD_BUDGET = 64
 # Alternatives (an invoked request's other choices) get this long in all, after the suggestion.
 _CHOICES_SECONDS = 1.5
 # What a soft cancel may still let background work finish.
@@ -421,13 +419,9 @@ class LlamaCppBackend:
         """``built``, or the prompt with a smaller window whose part the cache does not hold
         takes no more than ``affordable`` tokens to evaluate (a cold start)."""
         assert self.cache is not None
-        budget = built.budget
-        # Halving, not a budget computed from the speed: the same cache gives the same window
-        # keystroke after keystroke, so a cold start's prompt is reused while the user types.
-        while budget > _MIN_COLD_BUDGET:
+        for budget in smaller_budgets(built.budget):
             if len(built.tokens) - self.cache.reusable(job.document, built.tokens) <= affordable:
                 break
-            budget = max(_MIN_COLD_BUDGET, budget // 2)
             built = dataclasses.replace(self._build(job, budget), reduced=True)
         return built
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lsp_infer.core.prompts import TEMPLATES, Special, detect_template, prompt_text
-from lsp_infer.core.window import fit_window
+from lsp_infer.core.window import fit_window, smaller_budgets
 
 
 def vocabulary(*tokens: str):
@@ -174,3 +174,19 @@ def test_anchoring_never_drops_the_cursor_line() -> None:
     window = fit_window("a\n" * 9 + "y" * 900, 918, 100, lambda t: len(t) // 3 + 1,
                         anchor_lines=8, anchor_slack=25)  # fmt: skip
     assert set(window.prefix) == {"y"}
+
+
+@pytest.mark.parametrize(
+    ("budget", "minimum", "ladder"),
+    [
+        (512, 64, [384, 288, 216, 162, 121, 90, 67, 64]),
+        (256, 64, [192, 144, 108, 81, 64]),
+        (64, 64, []),  # already the smallest: nothing smaller to try
+        (40, 64, []),  # a budget set below the minimum is never raised
+        (70, 64, [64]),
+    ],
+)
+def test_a_cold_start_tries_windows_of_three_quarters_down_to_the_minimum(
+    budget: int, minimum: int, ladder: list[int]
+) -> None:
+    assert smaller_budgets(budget, minimum) == ladder
