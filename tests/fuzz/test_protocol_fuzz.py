@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -37,6 +38,12 @@ ALPHABET = st.sampled_from(
     ["a", "b", "x", " ", "\t", "(", ")", ":", "é", "😀", "𝄞", "\n", "\r\n", "\r"]
 )
 TEXT = st.lists(ALPHABET, max_size=40).map("".join)
+# Real code to open documents with: prompts long enough to be worth a saved KV state.
+_STDLIB = Path(os.__file__).parent
+CODE = [
+    "\n".join((_STDLIB / name).read_text(encoding="utf-8").split("\n")[:50]) + "\n"
+    for name in ("textwrap.py", "shlex.py", "glob.py", "fnmatch.py")
+]
 
 
 @st.composite
@@ -96,8 +103,11 @@ def server() -> Iterator[RawServer]:
 counter = iter(range(10**9))
 # CI runs a small campaign; LSP_INFER_FUZZ_EXAMPLES=2000 runs the one RELIABILITY.md records.
 EXAMPLES = int(os.environ.get("LSP_INFER_FUZZ_EXAMPLES", "40"))
+# pytest-timeout's 300 s is per test, and a campaign is one test: a few seconds per example.
+CAMPAIGN_TIMEOUT = pytest.mark.timeout(max(300, EXAMPLES * 5))
 
 
+@CAMPAIGN_TIMEOUT
 @settings(
     max_examples=EXAMPLES, deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
@@ -174,24 +184,32 @@ def test_oversized_frame_is_refused_and_the_server_goes_on(server: RawServer) ->
 @st.composite
 def multi_session(draw: st.DrawFn) -> list[tuple[str, int, object]]:
     """Steps over documents 0-3: (kind, document, data). A document is opened by its first
-    step and may be closed and opened again; every switch between documents moves the
-    model's cache to another document's prompt (saving, restoring, evicting states)."""
+    step (real code, then random text) and may be closed and opened again; every switch
+    between documents moves the model's cache to another document's prompt (saving,
+    restoring, evicting states). A pause waits for the last request's answer, as a user
+    reading the suggestion does: without pauses every request is superseded by the next."""
     steps: list[tuple[str, int, object]] = []
     texts: dict[int, str] = {}
     for _ in range(draw(st.integers(2, 16))):
         doc = draw(st.integers(0, 3))
         if doc not in texts:
-            texts[doc] = draw(TEXT)
+            texts[doc] = draw(st.sampled_from(CODE)) + draw(TEXT)
             steps.append(("open", doc, texts[doc]))
             continue
-        kind = draw(st.sampled_from(["edit", "edit", "complete", "complete", "close", "cancel"]))
+        kind = draw(
+            st.sampled_from(["edit", "edit", "complete", "complete", "pause", "close", "cancel"])
+        )
         if kind == "edit":
             start, end, inserted = draw(edit(texts[doc]))
             steps.append(("edit", doc, (start, end, inserted, texts[doc])))
             texts[doc] = texts[doc][:start] + inserted + texts[doc][end:]
         elif kind == "complete":
-            line = draw(st.integers(0, texts[doc].count("\n") + 1))
+            lines = texts[doc].count("\n")
+            # Mostly at the end, where the previous prompt of the document is reusable.
+            line = draw(st.one_of(st.just(lines), st.integers(0, lines + 1)))
             steps.append(("complete", doc, (line, draw(st.integers(0, 40)))))
+        elif kind == "pause":
+            steps.append(("pause", doc, None))
         elif kind == "close":
             steps.append(("close", doc, None))
             del texts[doc]
@@ -203,9 +221,10 @@ def multi_session(draw: st.DrawFn) -> list[tuple[str, int, object]]:
 @pytest.fixture(scope="module")
 def switching_server() -> Iterator[RawServer]:
     raw = RawServer()
-    # A state cache of 1 MB holds about one of these prompts: most switches evict.
+    # A state cache of 4 MB holds two of these prompts (about 140 tokens, 12 KB each) of the
+    # four documents: switches restore some and evict others.
     raw.initialize({
-        "debug": True, "model": {"stateCacheMb": 1},
+        "debug": True, "model": {"stateCacheMb": 4},
         "completion": {"maxTokens": 4, "contextTokens": 128, "precompute": False},
     })  # fmt: skip
     yield raw
@@ -213,9 +232,12 @@ def switching_server() -> Iterator[RawServer]:
     stats = raw.wait(raw.request("lspInfer/stats", {}))["result"]
     raw.close()
     if EXAMPLES >= 200:  # a campaign: the cache was exercised, not just present
-        assert stats["stateCache"]["restores"] > 0 and stats["stateCache"]["evictions"] > 0
+        cache = stats["stateCache"]
+        print(f"state cache after the campaign: {cache}")  # shown with -s (RELIABILITY.md)
+        assert cache["restores"] > 0 and cache["evictions"] > 0, cache
 
 
+@CAMPAIGN_TIMEOUT
 @settings(
     max_examples=EXAMPLES, deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
@@ -247,6 +269,9 @@ def test_random_sessions_across_documents(
         elif kind == "close":
             server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
             del reference[doc]
+        elif kind == "pause":
+            if sent:
+                server.wait(sent[-1])
         elif sent:
             server.notify("$/cancelRequest", {"id": sent[-1]})
     for msg_id in sent:
