@@ -13,7 +13,9 @@ from typing import Literal, Protocol
 
 from lsp_infer.core.cancel import CancelToken
 
-StopReason = Literal["end", "max_tokens", "stopped", "deadline", "context_full"]
+# "deadline": decoding ran past completion.timeoutMs (whole lines are kept); "line_cut": the
+# first line was still unfinished at twice that (it is kept as far as it got).
+StopReason = Literal["end", "max_tokens", "stopped", "deadline", "line_cut", "context_full"]
 
 
 class BackendUnavailable(Exception):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import mmap
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -123,7 +124,7 @@ class KvCache:
         # Drop anything past the counted tokens (an aborted batch) before copying.
         llama_cpp.llama_memory_seq_rm(self._memory(), 0, llm.n_tokens, -1)
         size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
-        data = (ctypes.c_uint8 * size)()
+        data = state_buffer(size)
         llama_cpp.llama_state_seq_get_data(llm.ctx, data, size, 0)
         return KvState(tuple(self.tokens()), data, self.model)
 
@@ -160,3 +161,16 @@ class KvCache:
         self._seen.discard(document)
         if self.owner == document:
             self.owner = None
+
+
+def state_buffer(size: int) -> ctypes.Array[ctypes.c_uint8]:
+    """A zeroed buffer for a KV state, in an anonymous mapping of its own, unmapped as soon as
+    the state is dropped. States are megabytes each and come and go all day: from malloc,
+    glibc raises its mmap threshold after the first such free and serves the next ones from
+    the heap, which does not shrink (the hour-long 20-file soak: RSS 680 -> 1096 MB while the
+    states held at most 170 MB; RELIABILITY.md)."""
+    if size <= 0:
+        return (ctypes.c_uint8 * 0)()
+    # The array keeps the mapping alive (ctypes holds the buffer export) and releases it with
+    # itself: the mapping goes when the last reference to the state does.
+    return (ctypes.c_uint8 * size).from_buffer(mmap.mmap(-1, size))

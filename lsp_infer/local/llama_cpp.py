@@ -593,8 +593,10 @@ class LlamaCppBackend:
         for generated in range(max_tokens):
             cancel.raise_if_cancelled()
             now = time.monotonic()
-            if (now > deadline and complete_lines(text).strip()) or now > last_resort:
+            if now > deadline and complete_lines(text).strip():
                 return text, generated, "deadline"
+            if now > last_resort:  # half a line beats nothing after all that work
+                return text, generated, "line_cut"
             token = first if generated == 0 and first is not None else self._next(healed)
             if (
                 token in self._stop_ids

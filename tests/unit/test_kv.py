@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import gc
+from pathlib import Path
+
 import pytest
 
 from lsp_infer.config import load_settings
 from lsp_infer.core.cancel import CancelReason, CancelToken
 from lsp_infer.local.devices import gpu_layers_for
+from lsp_infer.local.kv_cache import state_buffer
 from lsp_infer.local.kv_reuse import Move, ReusePlan, plan_reuse
 from lsp_infer.local.kv_states import KvState, KvStates
 from lsp_infer.local.reuse import CursorView, edited_on_cursor_line
@@ -164,3 +168,26 @@ def test_the_state_cache_bound_is_not_a_reason_to_reload_the_model() -> None:
     large, _ = load_settings({"model": {"stateCacheMb": 1024}})
     other, _ = load_settings({"model": {"nCtx": 2048}})
     assert small.model.load_key() == large.model.load_key() != other.model.load_key()
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS"))
+    return int(line.split()[1]) / 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+def test_a_dropped_state_buffer_goes_back_to_the_os() -> None:
+    before = _rss_mb()
+    buffer = state_buffer(64 * 2**20)
+    for page in range(0, len(buffer), 4096):  # touch every page
+        buffer[page] = 1
+    assert _rss_mb() - before > 48
+    del buffer
+    gc.collect()
+    assert _rss_mb() - before < 16
+
+
+def test_a_state_buffer_is_zeroed_and_sized() -> None:
+    assert list(state_buffer(5)) == [0] * 5
+    assert len(state_buffer(0)) == 0

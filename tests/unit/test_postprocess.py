@@ -102,6 +102,7 @@ def test_complete_lines() -> None:
         ("a + b", "end", "a + b"),
         ("first\n    sec", "deadline", "first"),  # cut short: whole lines only
         ("half", "deadline", ""),
+        ("a_long_first_li", "line_cut", "a_long_first_li"),  # the first line took too long
         ("x\n    y = 1\n    z", "max_tokens", "x\n    y = 1"),
         ("long_single_line", "max_tokens", "long_single_line"),
     ],
