@@ -17,14 +17,23 @@ import httpx
 from pytest_lsp import LanguageClient
 
 
-async def raw_request(client: LanguageClient, method: str, params: Any) -> Any:
-    """Send a request with untyped params and get the untyped result (pygls' typed client
-    would refuse to build some requests, and lsprotocol mis-reads some results, e.g. a
-    CodeAction that carries a command comes back as a Command)."""
+def start_raw_request(
+    client: LanguageClient, method: str, params: Any
+) -> tuple[str, asyncio.Future[Any]]:
+    """Send a request with untyped params and an id of our own (to cancel it by); the future
+    gets the untyped result."""
     msg_id = f"raw-{uuid.uuid4()}"
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     client.protocol._request_futures[msg_id] = future
     client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+    return msg_id, future
+
+
+async def raw_request(client: LanguageClient, method: str, params: Any) -> Any:
+    """Send a request with untyped params and get the untyped result (pygls' typed client
+    would refuse to build some requests, and lsprotocol mis-reads some results, e.g. a
+    CodeAction that carries a command comes back as a Command)."""
+    _, future = start_raw_request(client, method, params)
     return plain(await future)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,8 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import LanguageClient
+
+from tests.helpers import start_raw_request
 
 from .conftest import end_of, initialize, inline_at, open_document, plain
 
@@ -26,16 +27,6 @@ def inline_params(uri: str, line: int, character: int) -> dict[str, Any]:
         "position": {"line": line, "character": character},
         "context": {"triggerKind": 2},
     }
-
-
-def start_raw_request(
-    client: LanguageClient, method: str, params: Any
-) -> tuple[str, asyncio.Future[Any]]:
-    msg_id = f"raw-{uuid.uuid4()}"
-    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    client.protocol._request_futures[msg_id] = future
-    client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-    return msg_id, future
 
 
 def type_text(

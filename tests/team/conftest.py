@@ -24,7 +24,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.helpers import free_port, openai_server, plain, stop, wait_until_up
+from tests.helpers import free_port, openai_server, plain, start_raw_request, stop, wait_until_up
 
 API_KEY = "sk-lsp-infer-test-key"
 
@@ -214,19 +214,9 @@ def start_command(
     client: LanguageClient, command: str, argument: dict[str, Any]
 ) -> tuple[str, asyncio.Future[Any]]:
     """Send a command with an id of our own (to cancel it); its future gets the answer."""
-    return start_request(
+    return start_raw_request(
         client, "workspace/executeCommand", {"command": command, "arguments": [argument]}
     )
-
-
-def start_request(
-    client: LanguageClient, method: str, params: Any
-) -> tuple[str, asyncio.Future[Any]]:
-    msg_id = f"test-{uuid.uuid4()}"
-    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    client.protocol._request_futures[msg_id] = future
-    client.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-    return msg_id, future
 
 
 def cancel(client: LanguageClient, msg_id: str) -> None:
@@ -243,7 +233,7 @@ def change_file(client: LanguageClient, uri: str, text: str, version: int) -> No
 
 
 async def stats(client: LanguageClient) -> dict[str, Any]:
-    _, future = start_request(client, "lspInfer/stats", {})
+    _, future = start_raw_request(client, "lspInfer/stats", {})
     return plain(await future)
 
 

@@ -31,7 +31,7 @@ from .conftest import (
     run_command,
     start,
     start_command,
-    start_request,
+    start_raw_request,
 )
 
 INSTRUCTION = "Add a one-line docstring to the function"
@@ -191,7 +191,7 @@ async def test_a_settings_change_mid_batch_does_not_fail_it(
         types.DidChangeConfigurationParams(settings={"lspInfer": {"team": changed}})
     )
     other = open_file(client, tmp_path / "other.py", "def mul(x, y):\n    return ")
-    _, completion = start_request(client, "textDocument/inlineCompletion", {
+    _, completion = start_raw_request(client, "textDocument/inlineCompletion", {
         "textDocument": {"uri": other}, "position": {"line": 1, "character": 11},
         "context": {"triggerKind": 1},
     })  # fmt: skip

@@ -19,7 +19,7 @@ from pytest_lsp import LanguageClient
 
 from tests.helpers import plain
 
-from .conftest import TeamServer, cancel, change_file, marker, open_file, start, start_request
+from .conftest import TeamServer, cancel, change_file, marker, open_file, start, start_raw_request
 from .test_concurrency import ended, sent, settings
 
 
@@ -42,7 +42,7 @@ async def test_a_keystroke_closes_the_team_request_and_no_stale_answer_is_shown(
     name = marker()
     text = f"def {name}(x, y):\n    return "
     uri = open_file(client, tmp_path / "k.py", text)
-    _, answer = start_request(client, "textDocument/inlineCompletion", invoked(uri, 1, 11))
+    _, answer = start_raw_request(client, "textDocument/inlineCompletion", invoked(uri, 1, 11))
     await team_server.wait_for("the team request", sent(name))  # held 5 s by the proxy
     changed_at = time.monotonic()
     change_file(client, uri, text + "x", 2)
@@ -58,7 +58,7 @@ async def test_a_client_cancel_closes_the_team_request(
     await start(client, tmp_path, completing(team_server, "slow", completionTimeoutMs=60000))
     name = marker()
     uri = open_file(client, tmp_path / "c.py", f"def {name}(x, y):\n    return ")
-    msg_id, answer = start_request(client, "textDocument/inlineCompletion", invoked(uri, 1, 11))
+    msg_id, answer = start_raw_request(client, "textDocument/inlineCompletion", invoked(uri, 1, 11))
     await team_server.wait_for("the team request", sent(name))
     cancel(client, msg_id)
     with pytest.raises(JsonRpcException) as error:
@@ -80,7 +80,7 @@ async def test_completion_requests_from_typing_stay_local(
         "position": {"line": 1, "character": 11},
         "context": {"triggerKind": 1},
     }
-    _, answer = start_request(client, "textDocument/completion", params)
+    _, answer = start_raw_request(client, "textDocument/completion", params)
     await asyncio.wait_for(answer, timeout=60)
     await asyncio.sleep(0.5)
     assert team_server.with_marker(name) == []
@@ -93,9 +93,9 @@ async def test_one_timeout_does_not_switch_the_team_off(
     await start(client, tmp_path, completing(team_server, "slowonce", completionTimeoutMs=2500))
     first, second = marker(), marker()
     uri = open_file(client, tmp_path / "first.py", f"def {first}(x, y):\n    return ")
-    _, answer = start_request(client, "textDocument/inlineCompletion", invoked(uri, 1, 11))
+    _, answer = start_raw_request(client, "textDocument/inlineCompletion", invoked(uri, 1, 11))
     await asyncio.wait_for(answer, timeout=60)  # the local model answered instead
     uri = open_file(client, tmp_path / "second.py", f"def {second}(x, y):\n    return ")
-    _, answer = start_request(client, "textDocument/inlineCompletion", invoked(uri, 1, 11))
+    _, answer = start_raw_request(client, "textDocument/inlineCompletion", invoked(uri, 1, 11))
     await asyncio.wait_for(answer, timeout=60)
     assert team_server.with_marker(second), "the next invoked completion never tried the team"

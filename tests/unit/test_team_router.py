@@ -142,6 +142,15 @@ def client(handlers: dict[str, object], retries: int = 1) -> TeamClient:
     return TeamClient(settings, transport=httpx.MockTransport(answer), rng=InOrder(0))
 
 
+async def comes_back(replica: Replica) -> bool:
+    """Whether the background probe marks the replica healthy within 5 s."""
+    for _ in range(100):
+        if replica.healthy:
+            return True
+        await asyncio.sleep(0.05)
+    return replica.healthy
+
+
 @pytest.mark.parametrize(
     "failure", [httpx.ConnectError("refused"), 503, 502, httpx.RemoteProtocolError("gone")]
 )
@@ -184,11 +193,7 @@ async def test_a_down_replica_is_probed_and_comes_back() -> None:
         a = team.replicas[0]
         assert not a.healthy
         handlers["a"] = "ok"  # it restarted; the probe (/health, then /v1/models) finds it
-        for _ in range(100):
-            if a.healthy:
-                break
-            await asyncio.sleep(0.05)
-        assert a.healthy
+        assert await comes_back(a)
     finally:
         await team.aclose()
 
@@ -286,11 +291,7 @@ async def test_a_busy_replica_is_up_even_when_its_probe_times_out() -> None:
         a = team.replicas[0]
         assert not a.healthy
         handlers["a"] = httpx.ReadTimeout("busy generating")
-        for _ in range(100):
-            if a.healthy:
-                break
-            await asyncio.sleep(0.05)
-        assert a.healthy
+        assert await comes_back(a)
     finally:
         await team.aclose()
 
