@@ -74,7 +74,7 @@ class CompletionSettings:
     # prefix-first prompt it is evaluated again on every keystroke (see BENCHMARKS.md).
     suffix_tokens: int = _bounded(128, 0, 16384)
     # Past this, decoding stops at a line end and the completed lines are returned (the first
-    # line is finished unless that takes twice as long). On 2 cores the model decodes 20-25
+    # line is finished unless that takes half as long again). On 2 cores the model decodes 20-25
     # tokens/s: 1 s is a line or two, and a long suggestion would hold the lane for seconds
     # (BENCHMARKS.md, "Switching files"); what follows an accepted suggestion is precomputed
     # in the background.

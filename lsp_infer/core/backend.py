@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 from lsp_infer.core.cancel import CancelToken
 
 # "deadline": decoding ran past completion.timeoutMs (whole lines are kept); "line_cut": the
-# first line was still unfinished at twice that (it is kept as far as it got).
+# first line was still unfinished at 1.5 times that (it is kept as far as it got).
 StopReason = Literal["end", "max_tokens", "stopped", "deadline", "line_cut", "context_full"]
 
 
@@ -55,8 +55,8 @@ class JobOptions:
     # context): if it is stopped before its prompt is evaluated, the backend puts its cache
     # back as it was, so the next keystroke does not pay for the half-evaluated prompt.
     keep_cache: bool = False
-    # The prompt up to this offset of the text (the start of the cursor's line when the job
-    # was made) stays valid while the user types on that line: a soft cancel
+    # The prompt up to this offset of the text (the start of the last word on the cursor's
+    # line when the job was made) stays valid while the user types there: a soft cancel
     # (CancelReason.TYPED_ON_LINE) lets the backend finish evaluating it first, so the next
     # keystroke's request starts from there instead of from scratch.
     stable_before: int = 0

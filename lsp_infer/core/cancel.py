@@ -15,8 +15,9 @@ class CancelReason(str, Enum):
     CLIENT = "cancelled by the client"  # $/cancelRequest
     SUPERSEDED = "superseded by a newer request"
     DOCUMENT_CHANGED = "the document changed"
-    # The user typed on the cursor's line: the prompt up to that line is still what the next
-    # request needs, so the model finishes evaluating it before it stops (a soft cancel).
+    # The user typed at the end of the cursor's line: the prompt up to that line's last word
+    # is still what the next request needs, so the model finishes evaluating it before it
+    # stops (a soft cancel).
     TYPED_ON_LINE = "the user typed on the same line"
     DOCUMENT_CLOSED = "the document was closed"
     SHUTDOWN = "the server is shutting down"

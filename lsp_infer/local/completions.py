@@ -33,6 +33,7 @@ from lsp_infer.local.reuse import (
     SuggestionCache,
     edited_on_cursor_line,
     rest_after_typing,
+    settled_length,
     type_ahead,
     typed_since,
 )
@@ -131,10 +132,24 @@ class Flight:
         what it still evaluates is the newer one's start too."""
         self.stop(self.token.reason if self.token.reason else CancelReason.SUPERSEDED)
 
-    def stable_before(self, text: str) -> int:
-        """Where the cursor's line starts (in ``text``, the text the job runs on): the
-        prompt before it stays valid while the user types on that line."""
-        return text.rfind("\n", 0, self.origin.offset) + 1
+    @property
+    def settled(self) -> int:
+        """Characters at the start of the cursor's line that typing there leaves alone (its
+        words before the last one). A new pick's evaluation goes on through any edit on the
+        line (see document_changed), so for it only the text before the line counts."""
+        if self.keep_cache:
+            return 0
+        return settled_length(self._cursor_line())
+
+    @property
+    def stable_before(self) -> int:
+        """Where the part of the prompt that typing changes starts (an offset in the text the
+        job runs on): the prompt before it stays valid while the user types on the line."""
+        return self.origin.offset - len(self._cursor_line()) + self.settled
+
+    def _cursor_line(self) -> str:
+        before = self.origin.before
+        return before[before.rfind("\n") + 1 :]
 
     def expected(self) -> str:
         """Everything this generation stands for, typed or generated, so far."""
@@ -484,7 +499,7 @@ class Completions:
         try:
             suggestion = await self.engine.complete(
                 text, offset, flight.shape.settings, flight.token, flight.progress,
-                self._options(flight, text),
+                self._options(flight),
             )  # fmt: skip
             finished = True
             if suggestion.generation is not None and suggestion.generation.window_reduced:
@@ -502,7 +517,7 @@ class Completions:
                 del self._flights[flight.uri]
             self._after_evaluation(flight, finished)
 
-    def _options(self, flight: Flight, text: str) -> JobOptions:
+    def _options(self, flight: Flight) -> JobOptions:
         cold_ms = flight.shape.settings.cold_start_ms
         return JobOptions(
             document=flight.uri,
@@ -510,7 +525,7 @@ class Completions:
             extra_tokens=flight.shape.extra_tokens,
             path=self.extra_source.path(flight.uri) if self.extra_source else "",
             keep_cache=flight.keep_cache,
-            stable_before=flight.stable_before(text),
+            stable_before=flight.stable_before,
             # Background work evaluates the whole window: that is how a cold start warms up.
             cold_seconds=cold_ms / 1000 if cold_ms and not flight.precompute else None,
             choices=flight.choices,
@@ -548,7 +563,7 @@ class Completions:
             self.stats.tokens_precomputed += progress.generated_tokens
         elif token.cancelled or flight.waiters == 0:
             self.stats.tokens_wasted += progress.generated_tokens
-        # A soft cancel may stop late on purpose (it finished the prompt up to the cursor's line).
+        # A soft cancel may stop late on purpose (it finished the prompt up to the last word).
         stopped = progress.stopped_at
         if token.cancelled_at is not None and stopped is not None and not progress.finished_stable:
             self.stats.cancel_to_stop_ms.append((stopped - token.cancelled_at) * 1000)
@@ -568,7 +583,7 @@ class Completions:
         cursor = flight.origin.offset + len(text) - flight.origin_length
         if flight.typed(text, cursor) is not None:
             flight.kept_by_edit = True
-        elif edited_on_cursor_line(flight.origin, flight.origin_length, text):
+        elif edited_on_cursor_line(flight.origin, flight.origin_length, text, flight.settled):
             if flight.keep_cache and flight.progress.prompt_done_at is None:
                 return  # its prompt up to the line stays valid: it goes on (see _quiet_ms)
             flight.stop(CancelReason.TYPED_ON_LINE)

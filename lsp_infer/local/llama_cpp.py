@@ -100,14 +100,14 @@ class BuiltPrompt:
     tokens: list[int]
     healed: bytes  # the backed-up last token's text (token healing)
     typed_space: str  # whitespace typed at the cursor, left out of the prompt
-    stable: int  # tokens that stay valid while the user types on the cursor's line
+    stable: int  # tokens that stay valid while the user types at the cursor
     budget: int  # the window's token budget
     reduced: bool = False  # a smaller window than asked for (a cold start)
 
 
 @dataclass
 class BackendStats:
-    stable_finished: int = 0  # prompts finished up to the cursor's line after a keystroke
+    stable_finished: int = 0  # prompts finished up to the last word after a keystroke
 
 
 def _order(setting: str, template: FimTemplate) -> Order:
@@ -406,8 +406,8 @@ class LlamaCppBackend:
         if job.extra and job.extra_tokens > 0:
             files = self._fit_extra(job.extra, job.extra_tokens)
             prompt = with_repository(template, prompt, files, job.path or "file")
-        # The part of the prefix on the cursor's line (when the job was made) is what typing
-        # changes; everything before it stays valid (JobOptions.stable_before).
+        # The last word of the prefix (when the job was made) is what typing changes;
+        # everything before it stays valid (JobOptions.stable_before).
         window_start = job.offset - len(window.prefix)
         stable_chars = min(max(job.stable_before - window_start, 0), len(prefix))
         tokens, healed, stable = self._tokenize(
@@ -481,7 +481,7 @@ class LlamaCppBackend:
         self, tokens: list[int], reused: int, stable: int, job: CompletionJob, cancel: CancelToken
     ) -> None:
         """Evaluate ``tokens[reused:]``. The first ``stable`` tokens are finished even after a
-        soft cancel (the user typed on the cursor's line: the next request needs them too)."""
+        soft cancel (the user typed at the cursor: the next request needs them too)."""
         progress = job.progress
         if job.keep_cache:
             # Small batches: a stop keeps all finished ones (parked), and an aborted batch of
@@ -586,10 +586,11 @@ class LlamaCppBackend:
         llm, vocab = self._llm, self._vocab
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         raw = text = ""
-        # The deadline cuts at whole lines, so it waits for the first one, but only up to twice
-        # the time: a long first line (a regex, a long call) is cut there, so that it cannot
-        # hold the pause for seconds (multifile benchmark: 50-token lines decoded for 3 s).
-        last_resort = deadline + job.decode_seconds
+        # The deadline cuts at whole lines, so it waits for the first one, but only up to half
+        # as long again: a long first line (a regex, a long call) is cut there, so that it
+        # cannot hold the pause for seconds (multifile benchmark: 44-token lines decoded for
+        # 2 s made the slowest pauses in a file 2.6 s).
+        last_resort = deadline + job.decode_seconds / 2
         for generated in range(max_tokens):
             cancel.raise_if_cancelled()
             now = time.monotonic()

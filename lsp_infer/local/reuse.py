@@ -44,13 +44,31 @@ def typed_since(old: CursorView, text: str, offset: int, reach: int) -> str | No
     return text[old.offset : offset]
 
 
-def edited_on_cursor_line(view: CursorView, length: int, text: str) -> bool:
+def settled_length(line: str) -> int:
+    """How much of ``line`` (the cursor's line, up to the cursor) keeps its tokens whatever is
+    typed after it: everything before the whitespace in front of its last word.
+
+    BPE tokenizers split text into words before merging, and a word starts at the whitespace
+    in front of it (" foo", " (r'"), so typing at the end of the line can change only its
+    last word and the whitespace before it. After a space the last word is complete. A line
+    still on its first word settles nothing.
+    """
+    words = line.rstrip(" \t")
+    if len(words) < len(line):
+        return len(words) if words.strip() else 0
+    end = max(words.rfind(" "), words.rfind("\t"))
+    while end > 0 and words[end - 1] in " \t":
+        end -= 1
+    return max(end, 0)
+
+
+def edited_on_cursor_line(view: CursorView, length: int, text: str, settled: int = 0) -> bool:
     """Whether ``text`` differs from the document ``view`` was taken from (``length``
-    characters long) only between the start of the cursor's line and the cursor: the text
-    before that line and the text after the cursor are unchanged (as far as ``view`` reaches).
-    Such an edit — typing, deleting or pressing Enter on the line — leaves the prompt up to the
-    cursor's line as it was."""
-    line_start = view.offset - len(view.before) + view.before.rfind("\n") + 1
+    characters long) only between the start of the cursor's line (plus its first ``settled``
+    characters) and the cursor: the text before that point and the text after the cursor
+    are unchanged (as far as ``view`` reaches). Such an edit — typing, deleting or pressing
+    Enter on the line — leaves the prompt up to that point as it was."""
+    line_start = view.offset - len(view.before) + view.before.rfind("\n") + 1 + settled
     head = view.before[: line_start - (view.offset - len(view.before))]
     head_start = line_start - len(head)
     tail_start = len(text) - (length - view.offset)

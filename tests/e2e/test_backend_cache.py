@@ -19,6 +19,7 @@ from lsp_infer.core.backend import CompletionJob, JobProgress
 from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
+from lsp_infer.local.reuse import settled_length
 
 DOCUMENT = (
     '"""Reading and writing the tool\'s configuration file."""\n\nimport json\nimport os\n\n'
@@ -161,27 +162,52 @@ def test_a_state_that_does_not_restore_is_dropped_and_the_prompt_evaluated_afres
     assert switching.states.get("file:///a.py", "live", cache.model) is None
 
 
+def soft_cancelled(
+    backend: LlamaCppBackend, text: str, stable_before: int, reason: CancelReason
+) -> tuple[CompletionJob, int]:
+    """A request on ``text`` cancelled as it began, from an empty cache: the job, and the
+    tokens the cache holds after it stopped."""
+    backend.lane.run_blocking(backend.cache.clear)  # type: ignore[union-attr]
+    cancelled = doc_job("file:///a.py", text, stable_before=stable_before)
+    with pytest.raises(Cancelled):
+        run_cancelled(backend, cancelled, reason)
+    return cancelled, backend._llm.n_tokens
+
+
 def test_a_soft_cancel_finishes_the_prompt_up_to_the_cursors_line(switching: LlamaCppBackend):
     line_start = DOCUMENT.rfind("\n") + 1
-    switching.lane.run_blocking(switching.cache.clear)  # type: ignore[union-attr]
-    cancelled = doc_job("file:///a.py", DOCUMENT, stable_before=line_start)
-    with pytest.raises(Cancelled):
-        run_cancelled(switching, cancelled, CancelReason.TYPED_ON_LINE)
+    cancelled, held = soft_cancelled(switching, DOCUMENT, line_start, CancelReason.TYPED_ON_LINE)
     assert cancelled.progress.finished_stable
-    held = switching._llm.n_tokens
     # All of the prompt but the cursor's line, although cancelled as it began.
     assert cancelled.progress.prompt_tokens - 8 <= held < cancelled.progress.prompt_tokens
     # The next keystroke's request starts from there.
-    typed = DOCUMENT + "j"
-    nxt = doc_job("file:///a.py", typed, stable_before=line_start)
+    nxt = doc_job("file:///a.py", DOCUMENT + "j", stable_before=line_start)
     generate(switching, nxt)
     assert nxt.progress.prompt_tokens_reused >= held - 1
     # A hard cancel at the same point stops at once.
-    switching.lane.run_blocking(switching.cache.clear)  # type: ignore[union-attr]
-    hard = doc_job("file:///a.py", DOCUMENT, stable_before=line_start)
-    with pytest.raises(Cancelled):
-        run_cancelled(switching, hard, CancelReason.DOCUMENT_CHANGED)
+    hard, _ = soft_cancelled(switching, DOCUMENT, line_start, CancelReason.DOCUMENT_CHANGED)
     assert not hard.progress.finished_stable and switching._llm.n_tokens < held
+
+
+def test_a_soft_cancel_mid_line_finishes_the_prompt_up_to_the_last_word(
+    switching: LlamaCppBackend,
+):
+    # A long line being typed: its words before the last one are finished too, so the pause
+    # at its end evaluates only the last word (not the whole line again).
+    line = "        pattern = re.compile(r'(?P<delim>[^\\w\\n\"\\'])(?P<space> ?)(?P<quo"
+    text = DOCUMENT + "\n" + line
+    line_start = len(text) - len(line)
+    settled = line_start + settled_length(line)
+    _, held_at_line = soft_cancelled(switching, text, line_start, CancelReason.TYPED_ON_LINE)
+    mid_line, held = soft_cancelled(switching, text, settled, CancelReason.TYPED_ON_LINE)
+    assert mid_line.progress.finished_stable
+    assert held >= held_at_line + 10, (held_at_line, held)  # the regex's settled words
+    assert held < mid_line.progress.prompt_tokens
+    # The next keystroke's request starts from there.
+    nxt = doc_job("file:///a.py", text + "t", stable_before=settled)
+    generate(switching, nxt)
+    assert nxt.progress.prompt_tokens_reused >= held - 1
+    assert nxt.progress.prompt_tokens - nxt.progress.prompt_tokens_reused <= 8
 
 
 def run_cancelled(backend: LlamaCppBackend, work: CompletionJob, reason: CancelReason) -> None:

@@ -13,7 +13,7 @@ from lsp_infer.local.devices import gpu_layers_for
 from lsp_infer.local.kv_cache import state_buffer
 from lsp_infer.local.kv_reuse import Move, ReusePlan, plan_reuse
 from lsp_infer.local.kv_states import KvState, KvStates
-from lsp_infer.local.reuse import CursorView, edited_on_cursor_line
+from lsp_infer.local.reuse import CursorView, edited_on_cursor_line, settled_length
 
 HEAD = list(range(100, 140))  # 40 tokens: extra context and the suffix
 LINES = [list(range(1000 + 10 * i, 1010 + 10 * i)) for i in range(20)]  # 20 lines, 10 each
@@ -119,6 +119,39 @@ VIEW = CursorView.at(BEFORE + AFTER, len(BEFORE), 4096)
 )
 def test_edited_on_cursor_line(text: str, on_line: bool) -> None:
     assert edited_on_cursor_line(VIEW, len(BEFORE + AFTER), text) is on_line
+
+
+@pytest.mark.parametrize(
+    ("line", "settled"),
+    [
+        ("", 0),
+        ("    retu", 0),  # still the first word (the indentation goes with it)
+        ("    return fo", len("    return")),
+        ("    return ", len("    return")),  # complete: the space goes with the next word
+        ("    x = 1  ", len("    x = 1")),
+        ("    ", 0),
+        ("    for restr in (r'(?P<del", len("    for restr in")),
+        ("\tif a and\tb", len("\tif a and")),
+        ("x  = y", len("x  =")),
+    ],
+)
+def test_settled_length(line: str, settled: int) -> None:
+    assert settled_length(line) == settled
+
+
+@pytest.mark.parametrize(
+    ("text", "on_line"),
+    [
+        (BEFORE + "a" + AFTER, True),  # typing after the settled words
+        (BEFORE[:-1] + AFTER, True),  # a backspace over the space after them
+        (BEFORE + "a +\n    " + AFTER, True),  # Enter
+        ("def f(a):\n    x = 1\n    retur " + AFTER, False),  # a settled word changed
+        ("def f(a):\n    x = 1\n" + AFTER, False),  # the line's text deleted
+    ],
+)
+def test_edited_after_the_settled_words(text: str, on_line: bool) -> None:
+    settled = settled_length("    return ")
+    assert edited_on_cursor_line(VIEW, len(BEFORE + AFTER), text, settled) is on_line
 
 
 def test_a_soft_cancel_hardens_but_a_hard_one_stays() -> None:

@@ -152,7 +152,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     default: 1000,
     minimum: 100,
     maximum: 120000,
-    description: 'Decoding stops this many milliseconds after the prompt is evaluated, at a line end: the lines finished by then are kept, and the first line is finished unless that takes twice as long (a long line is cut there). The accepted suggestion\'s continuation is prepared in the background (`completion.precompute`).',
+    description: 'Decoding stops this many milliseconds after the prompt is evaluated, at a line end: the lines finished by then are kept, and the first line is finished unless that takes half as long again (a long line is cut there). The accepted suggestion\'s continuation is prepared in the background (`completion.precompute`).',
   },
   {
     key: 'completion.precompute',
