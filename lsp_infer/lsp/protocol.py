@@ -13,7 +13,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from concurrent.futures import Future
 from typing import Any, Protocol, cast
 
 from lsprotocol import types
@@ -54,6 +55,30 @@ class LspInferProtocol(LanguageServerProtocol):
     @property
     def _listener(self) -> DocumentListener:
         return cast(DocumentListener, self._server)
+
+    def _execute_handler(
+        self,
+        msg_id: str | int,
+        handler: Callable[..., Any],
+        callback: Callable[[Future[Any]], None],
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """pygls 2.1 files the future of every handler that does not finish at once under
+        ``_request_futures`` (by the request id, or a fresh uuid for a notification), and
+        only answering a request takes it out again: a notification's future (with its lock
+        and uuid) stayed for good — one per keystroke, tens of megabytes in an hour's
+        typing (RELIABILITY.md). A notification's now leaves when it is done."""
+        if callback == self._check_handler_result:  # how pygls runs a notification's handler
+            futures = self._request_futures
+            report = callback
+
+            def forget(future: Future[Any]) -> None:
+                futures.pop(msg_id, None)
+                report(future)
+
+            callback = forget
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
