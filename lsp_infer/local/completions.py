@@ -625,12 +625,17 @@ def _timeline(flight: Flight) -> str:
     queued = (started or now) - flight.launched_at
     prompt = (prompt_done or progress.stopped_at or now) - started if started else 0.0
     decode = now - prompt_done if prompt_done else 0.0
+    token = flight.token
+    stop = ""
+    if token.cancelled_at is not None and progress.stopped_at is not None:
+        stop = f", stopped {(progress.stopped_at - token.cancelled_at) * 1000:.0f} ms after"
     return (
         f"{flight.kind} {flight.uri}: queued {queued * 1000:.0f} ms, prompt "
         f"{progress.prompt_tokens} tokens ({progress.prompt_tokens_reused} reused, "
         f"{progress.prompt_tokens_evaluated} evaluated) {prompt * 1000:.0f} ms, decoded "
         f"{progress.generated_tokens} tokens {decode * 1000:.0f} ms; "
-        f"{flight.token.reason.name if flight.token.reason else 'finished'}"
+        f"{token.reason.name if token.reason else 'finished'}{stop}"
+        f"{' (its prompt up to the last word finished)' if progress.finished_stable else ''}"
     )
 
 
