@@ -52,6 +52,9 @@ _CONTEXT_MARGIN = 8
 PREFIX_ANCHOR_LINES = 8
 # keep_cache jobs evaluate their prompt in batches this small: 3 % slower than 256 here (85 vs
 # 88 tokens/s on 2 cores), but a stop loses at most one batch, under a second of work.
+# A prompt whose part the cache does not hold is at most this long is as good as cached:
+# what was typed since (a word, a new line's indentation) plus the FIM tokens.
+_TYPED_TOKENS = 16
 _BACKGROUND_BATCH = 64
 # Alternatives (an invoked request's other choices) get this long in all, after the suggestion.
 _CHOICES_SECONDS = 1.5
@@ -417,13 +420,26 @@ class LlamaCppBackend:
 
     def _within(self, built: BuiltPrompt, job: CompletionJob, affordable: int) -> BuiltPrompt:
         """``built``, or the prompt with a smaller window whose part the cache does not hold
-        takes no more than ``affordable`` tokens to evaluate (a cold start)."""
+        takes no more than ``affordable`` tokens to evaluate (a cold start).
+
+        A window the cache already holds but for what was just typed wins over a larger one
+        that fits: each keystroke of a cold file affords a little more, and a larger window
+        starts elsewhere in the file, so it was evaluated anew keystroke after keystroke
+        (bench/keystrokes.py: 184 then 211 tokens in one file) while the whole window waits
+        for the background evaluation anyway."""
         assert self.cache is not None
-        for budget in smaller_budgets(built.budget):
-            if len(built.tokens) - self.cache.reusable(job.document, built.tokens) <= affordable:
-                break
-            built = dataclasses.replace(self._build(job, budget), reduced=True)
-        return built
+        fitting: BuiltPrompt | None = None
+        for budget in [0, *smaller_budgets(built.budget)]:
+            if budget:
+                built = dataclasses.replace(self._build(job, budget), reduced=True)
+            uncached = len(built.tokens) - self.cache.reusable(job.document, built.tokens)
+            if uncached <= _TYPED_TOKENS:
+                return built
+            if fitting is None and uncached <= affordable:
+                if not built.reduced:
+                    return built  # the whole window fits: no smaller one is tried
+                fitting = built
+        return fitting or built  # none fits: the smallest
 
     def _fit_extra(self, files: tuple[tuple[str, str], ...], budget: int) -> list[tuple[str, str]]:
         """The most useful files (the last ones) that fit the token budget, in their order."""

@@ -241,3 +241,34 @@ def test_a_moved_window_reuses_its_lines_by_shifting_them(switching: LlamaCppBac
     new_lines = switching.count_tokens(typed(68)[len(typed(60)) - 4 :])
     assert after.progress.prompt_tokens_evaluated <= new_lines + 4
     assert "values" in answer  # still a sensible suggestion
+
+
+def test_the_keystrokes_after_a_cold_start_keep_to_its_window(switching: LlamaCppBackend):
+    # A file the cache has never held: the first request gets a small window. The next
+    # keystroke affords a larger one (which would start elsewhere in the file and be
+    # evaluated anew), but the small window in the cache, but for the typed letter, wins.
+    text = OTHER + "def total(values):\n    "
+    speed = 100.0
+    switching.prompt_speed = speed
+    first = dataclasses.replace(
+        doc_job("file:///cold.py", text, budget=512), cold_seconds=120 / speed
+    )
+    generate(switching, first)
+    assert first.progress.prompt_tokens <= 160  # a small window (at most 120 to evaluate)
+    switching.prompt_speed = speed
+    nxt = dataclasses.replace(
+        doc_job("file:///cold.py", text + "r", budget=512), cold_seconds=300 / speed
+    )
+    generate(switching, nxt)
+    uncached = nxt.progress.prompt_tokens - nxt.progress.prompt_tokens_reused
+    assert uncached <= 16, (first.progress.prompt_tokens, nxt.progress.prompt_tokens)
+    assert nxt.progress.prompt_tokens < 250  # not a larger window
+    # With nothing of it in the cache, the same keystroke gets the larger window it affords.
+    switching.lane.run_blocking(switching.cache.clear)  # type: ignore[union-attr]
+    switching.states.drop("file:///cold.py")
+    switching.prompt_speed = speed
+    fresh = dataclasses.replace(
+        doc_job("file:///cold.py", text + "r", budget=512), cold_seconds=300 / speed
+    )
+    generate(switching, fresh)
+    assert fresh.progress.prompt_tokens > nxt.progress.prompt_tokens + 50
