@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import dataclasses
+import itertools
 import logging
 import os
 import time
@@ -52,10 +53,10 @@ _CONTEXT_MARGIN = 8
 PREFIX_ANCHOR_LINES = 8
 # keep_cache jobs evaluate their prompt in batches this small: 3 % slower than 256 here (85 vs
 # 88 tokens/s on 2 cores), but a stop loses at most one batch, under a second of work.
-# A prompt whose part the cache does not hold is at most this long is as good as cached:
-# what was typed since (a word, a new line's indentation) plus the FIM tokens.
-_TYPED_TOKENS = 16
 _BACKGROUND_BATCH = 64
+# A prompt with no more than this many tokens outside the cache counts as cached: what was
+# typed since (a word, a new line's indentation) plus the FIM tokens.
+_TYPED_TOKENS = 16
 # Alternatives (an invoked request's other choices) get this long in all, after the suggestion.
 _CHOICES_SECONDS = 1.5
 # What a soft cancel may still let background work finish.
@@ -428,18 +429,20 @@ class LlamaCppBackend:
         (bench/keystrokes.py: 184 then 211 tokens in one file) while the whole window waits
         for the background evaluation anyway."""
         assert self.cache is not None
+        smaller = (
+            dataclasses.replace(self._build(job, budget), reduced=True)
+            for budget in smaller_budgets(built.budget)
+        )  # built only as far as the loop goes
         fitting: BuiltPrompt | None = None
-        for budget in [0, *smaller_budgets(built.budget)]:
-            if budget:
-                built = dataclasses.replace(self._build(job, budget), reduced=True)
-            uncached = len(built.tokens) - self.cache.reusable(job.document, built.tokens)
+        for candidate in itertools.chain([built], smaller):
+            uncached = len(candidate.tokens) - self.cache.reusable(job.document, candidate.tokens)
             if uncached <= _TYPED_TOKENS:
-                return built
+                return candidate
             if fitting is None and uncached <= affordable:
-                if not built.reduced:
-                    return built  # the whole window fits: no smaller one is tried
-                fitting = built
-        return fitting or built  # none fits: the smallest
+                if not candidate.reduced:
+                    return candidate  # the whole window fits: no smaller one is tried
+                fitting = candidate
+        return fitting or candidate  # none fits: the smallest
 
     def _fit_extra(self, files: tuple[tuple[str, str], ...], budget: int) -> list[tuple[str, str]]:
         """The most useful files (the last ones) that fit the token budget, in their order."""
