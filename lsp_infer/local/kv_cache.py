@@ -93,6 +93,8 @@ class KvCache:
         """Copy the cache out under its document before another document's prompt replaces
         it (when that would lose enough of it to matter)."""
         if self.owner and lost >= KEEP_AT_LEAST and self.states.enabled:
+            # The old copy goes first: never two of one document's prompt at once.
+            self.states.drop(self.owner, "live")
             try:
                 self.states.put(self.owner, "live", self.snapshot())
             except MemoryError:  # memory pressure never fails a request: keep nothing
@@ -124,6 +126,7 @@ class KvCache:
         # Drop anything past the counted tokens (an aborted batch) before copying.
         llama_cpp.llama_memory_seq_rm(self._memory(), 0, llm.n_tokens, -1)
         size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
+        self.states.make_room(size)  # the states' bound covers this copy too
         data = state_buffer(size)
         llama_cpp.llama_state_seq_get_data(llm.ctx, data, size, 0)
         return KvState(tuple(self.tokens()), data, self.model)

@@ -9,6 +9,10 @@ its ``live`` prompt, and a ``parked`` one — the part of a background evaluatio
 extra context, or the full window after a cold start) that a keystroke stopped, to carry on
 from at the next pause.
 
+The bound covers every state copy the backend holds, not just the entries: room is made
+before a copy is made (``make_room``), and a copy the backend keeps outside the cache for a
+while (the request's cache, set aside during background work) is counted as held aside.
+
 An entry remembers the model it was made with; one from another model (a reload since) is
 never restored. Pure bookkeeping: the bytes come from and go to the backend, on its lane; the
 event loop only drops entries (a closed document) and reads the counters, hence the lock.
@@ -54,6 +58,7 @@ class KvStates:
         self.stats = StateStats()
         self._lock = threading.Lock()
         self._entries: LRUCache[tuple[str, Kind], KvState] = self._new_cache()
+        self._aside = 0  # bytes of copies held outside the entries (hold_aside)
 
     def _new_cache(self) -> LRUCache[tuple[str, Kind], KvState]:
         states = self
@@ -78,18 +83,42 @@ class KvStates:
                     self._entries[key] = state
                 else:
                     self.stats.evictions += 1
+            self._evict_for(0)
 
     @property
     def enabled(self) -> bool:
         return self.max_bytes > 0
+
+    def _evict_for(self, nbytes: int) -> None:
+        """Evict, least recently used first, until ``nbytes`` more fit beside what is held."""
+        while self._entries and self._entries.currsize + self._aside + nbytes > self.max_bytes:
+            self._entries.popitem()
+
+    def make_room(self, nbytes: int) -> None:
+        """Evict for a copy of ``nbytes`` about to be made, so that memory never holds more
+        than the bound plus the one copy in the making."""
+        with self._lock:
+            self._evict_for(nbytes)
+
+    def hold_aside(self, nbytes: int) -> None:
+        """Count a copy the backend keeps outside the cache against the bound until
+        ``release_aside``."""
+        with self._lock:
+            self._aside += nbytes
+            self._evict_for(0)
+
+    def release_aside(self, nbytes: int) -> None:
+        with self._lock:
+            self._aside = max(0, self._aside - nbytes)
 
     def put(self, uri: str, kind: Kind, state: KvState) -> bool:
         """Keep ``state`` as the document's entry of that kind (replacing the old one);
         False when the cache is off or the state alone is larger than the bound."""
         with self._lock:
             self._entries.pop((uri, kind), None)
-            if not self.enabled or state.nbytes > self.max_bytes:
+            if not self.enabled or state.nbytes + self._aside > self.max_bytes:
                 return False
+            self._evict_for(state.nbytes)
             self._entries[(uri, kind)] = state
             self.stats.saves += 1
             return True
@@ -122,8 +151,9 @@ class KvStates:
 
     @property
     def bytes_held(self) -> int:
+        """The entries' bytes and the copies held aside."""
         with self._lock:
-            return int(self._entries.currsize)
+            return int(self._entries.currsize) + self._aside
 
     def __len__(self) -> int:
         with self._lock:
@@ -133,7 +163,8 @@ class KvStates:
         with self._lock:
             return {
                 "entries": len(self._entries),
-                "bytesHeld": int(self._entries.currsize),
+                "bytesHeld": int(self._entries.currsize) + self._aside,
+                "bytesAside": self._aside,
                 "maxBytes": self.max_bytes,
                 "restores": self.stats.restores,
                 "misses": self.stats.misses,

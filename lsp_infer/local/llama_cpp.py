@@ -461,6 +461,8 @@ class LlamaCppBackend:
         progress.started_at = started = time.monotonic()
         kept = self._before_background(job, tokens) if job.keep_cache else None
         assert self.cache is not None
+        if kept is not None:  # it lives until this job is done: the states' bound counts it
+            self.cache.states.hold_aside(kept.nbytes)
         reused = min(self.cache.prepare(job.document, tokens), len(tokens) - 1)
         llm.n_tokens = reused  # at least the last token is evaluated again: fresh logits
         progress.prompt_tokens, progress.prompt_tokens_reused = len(tokens), reused
@@ -489,6 +491,8 @@ class LlamaCppBackend:
             raise
         finally:
             self._active = None
+            if kept is not None:
+                self.cache.states.release_aside(kept.nbytes)
         return Generation(
             text=text, stop_reason=reason, prompt_tokens=len(tokens),
             prompt_tokens_reused=reused, generated_tokens=generated,

@@ -162,6 +162,37 @@ def test_a_state_that_does_not_restore_is_dropped_and_the_prompt_evaluated_afres
     assert switching.states.get("file:///a.py", "live", cache.model) is None
 
 
+def test_the_cache_set_aside_during_background_work_counts_against_the_bound(
+    switching: LlamaCppBackend,
+):
+    states = switching.states
+    generate(switching, doc_job("file:///b.py", SECOND))
+    generate(switching, doc_job("file:///a.py", DOCUMENT))  # b's prompt is kept now
+    kept_b = states.get("file:///b.py", "live", switching.cache.model)  # type: ignore[union-attr]
+    assert kept_b is not None
+    # Room for b's state and a little: a's cache, set aside while a background evaluation
+    # of a runs, does not fit beside it.
+    states.resize(kept_b.nbytes + 4096)
+    background = dataclasses.replace(
+        job(extra=(("helpers.py", OTHER),), keep_cache=True), document="file:///a.py"
+    )
+    seen: list[dict[str, int]] = []
+
+    def sample() -> None:
+        while switching._llm.n_tokens < 256 and not background.progress.prompt_done_at:
+            time.sleep(0.001)
+        seen.append(states.as_json())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    generate(switching, background)
+    sampler.join(10)
+    during = seen[0]
+    assert during["bytesAside"] > 0 and during["bytesHeld"] == during["bytesAside"]
+    assert during["entries"] == 0 and states.stats.evictions >= 1  # b made room for it
+    assert states.as_json()["bytesAside"] == 0 and states.bytes_held <= states.max_bytes
+
+
 def soft_cancelled(
     backend: LlamaCppBackend, text: str, stable_before: int, reason: CancelReason
 ) -> tuple[CompletionJob, int]:

@@ -89,6 +89,20 @@ def test_resizing_evicts_and_zero_keeps_nothing() -> None:
     assert not states.put("a", "live", state(10))
 
 
+def test_copies_held_aside_and_in_the_making_count_against_the_bound() -> None:
+    states = KvStates(300)
+    for uri in "abc":
+        states.put(uri, "live", state(100))
+    states.hold_aside(100)  # a request's cache set aside during background work
+    assert states.get("a", "live", "m") is None and states.stats.evictions == 1
+    assert states.bytes_held == 300 and states.as_json()["bytesAside"] == 100
+    assert not states.put("big", "parked", state(250))  # it and the aside copy exceed it
+    states.make_room(150)  # a copy about to be made: b and c both go
+    assert len(states) == 0 and states.bytes_held == 100
+    states.release_aside(100)
+    assert states.bytes_held == 0 and states.put("d", "live", state(300))
+
+
 def test_dropping_a_document_drops_both_kinds() -> None:
     states = KvStates(1000)
     states.put("a", "live", state(10))
