@@ -82,6 +82,7 @@ def test_a_stopped_background_evaluation_leaves_the_cache_as_it_was(backend: Lla
     assert background.progress.prompt_done_at is None, "the cancel came after the prompt"
     assert background.progress.prompt_tokens > 800  # the other file is in it
     assert background.progress.prompt_tokens_evaluated >= 256
+    assert backend.states.as_json()["bytesAside"] == 0  # the copy it set aside is put back
     # The keystroke after it finds its own prompt cached, and the same answer.
     again = job()
     assert run(backend, again) == expected
