@@ -45,6 +45,24 @@ def process_figures(pid: int) -> dict[str, float]:
     return {"rss_mb": rss_kb / 1024, "threads": threads, "fds": fds}
 
 
+def resident_mb(pid: int) -> dict[str, float]:
+    """Resident memory by kind (Linux smaps, MiB): the model file's mapping, the KV states
+    (each an anonymous shared mapping of its own, listed as /dev/zero), the other anonymous
+    memory (llama.cpp's KV cache and compute buffers, Python's arenas) and the heap."""
+    kinds = dict.fromkeys(("model", "states", "anonymous", "heap", "other"), 0.0)
+    kind = "other"
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        fields = line.split(None, 5)
+        if fields and "-" in fields[0] and not fields[0].endswith(":"):
+            name = fields[5] if len(fields) > 5 else ""
+            kind = ("model" if name.endswith(".gguf") else "states" if name.startswith(
+                "/dev/zero") else "anonymous" if not name else "heap" if name == "[heap]"
+                else "other")  # fmt: skip
+        elif fields and fields[0] == "Rss:":
+            kinds[kind] += int(fields[1]) / 1024
+    return kinds
+
+
 def end_of(text: str) -> dict[str, int]:
     lines = text.split("\n")
     return {"line": len(lines) - 1, "character": len(lines[-1].encode("utf-16-le")) // 2}
@@ -171,6 +189,7 @@ def switch_soak(
     end = end_of(texts[first][: cursors[first]])
     server.wait(server.inline(first, end["line"], end["character"]), timeout=600)
     loaded = process_figures(server.process.pid)
+    loaded_resident = resident_mb(server.process.pid)
     started, samples, switches, pauses = time.monotonic(), [], 0, 0
     next_sample = started + 60
     line = "    value = compute(value, limit)  # typed\n"
@@ -197,19 +216,27 @@ def switch_soak(
                 pauses += 1
             if time.monotonic() >= next_sample:
                 figures = process_figures(server.process.pid)
+                resident = resident_mb(server.process.pid)
                 state = server.wait(server.request("lspInfer/stats", {}))["result"]["stateCache"]
                 samples.append((round(figures["rss_mb"]), round(state["bytesHeld"] / 2**20, 1),
+                                round(resident["states"], 1), round(resident["anonymous"]),
                                 state["entries"], state["evictions"]))  # fmt: skip
                 next_sample += 60
     final = server.wait(server.request("lspInfer/stats", {}))["result"]
     return {
         "minutes": minutes, "files": files, "switches": switches, "pauses": pauses,
         "rss_mb_after_load": round(loaded["rss_mb"]),
+        "resident_mb_after_load": {k: round(v) for k, v in loaded_resident.items()},
         "rss_mb_max": max([s[0] for s in samples] + [round(loaded["rss_mb"])]),
         # The bound: the loaded server plus model.stateCacheMb of saved KV states.
         "rss_mb_bound": round(loaded["rss_mb"]) + state_cache_mb,
+        # The states' real memory (their mappings) against the bound, and the rest of RSS:
+        # flat once warm unless something else grows.
+        "states_resident_mb_max": max([s[2] for s in samples], default=0),
+        "rss_minus_states_mb_first_last": [
+            round(samples[i][0] - samples[i][2]) for i in (0, -1)] if samples else [],
         "state_cache": final["stateCache"],
-        "per_minute_rss_mb_state_mb_entries_evictions": samples,
+        "per_minute_rss_mb_state_mb_resident_state_mb_anonymous_mb_entries_evictions": samples,
     }  # fmt: skip
 
 

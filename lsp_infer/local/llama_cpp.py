@@ -493,6 +493,10 @@ class LlamaCppBackend:
             self._active = None
             if kept is not None:
                 self.cache.states.release_aside(kept.nbytes)
+                # A stopped job's exception keeps this frame alive in its traceback for as
+                # long as the job's task is kept (a stopped pick waits as the candidate to
+                # resume): the copy, megabytes, must not live on with it.
+                kept = None
         return Generation(
             text=text, stop_reason=reason, prompt_tokens=len(tokens),
             prompt_tokens_reused=reused, generated_tokens=generated,

@@ -11,12 +11,14 @@ import dataclasses
 import threading
 import time
 from collections.abc import Iterator
+from types import TracebackType
 
 import pytest
 
 from lsp_infer.config import ModelSettings
 from lsp_infer.core.backend import CompletionJob, JobProgress
 from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
+from lsp_infer.local.kv_states import KvState
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
 from lsp_infer.local.reuse import settled_length
@@ -72,13 +74,25 @@ def run(backend: LlamaCppBackend, work: CompletionJob, cancel_at_tokens: int = 0
     return backend.lane.run_blocking(backend.generate_blocking, work, token).text
 
 
+def traceback_of(error: BaseException) -> Iterator[TracebackType]:
+    tb = error.__traceback__
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
 def test_a_stopped_background_evaluation_leaves_the_cache_as_it_was(backend: LlamaCppBackend):
     typing = job()
     expected = run(backend, typing)
     assert typing.progress.prompt_tokens > 32  # more than the backend would not keep
     background = job(extra=(("helpers.py", OTHER),), keep_cache=True)
-    with pytest.raises(Cancelled):
+    with pytest.raises(Cancelled) as stopped:
         run(backend, background, cancel_at_tokens=256)  # one batch of n_batch
+    # Its exception lives on with its task (a stopped pick is kept to resume): none of the
+    # frames it keeps may hold a copy of the cache.
+    frame_locals = [tb.tb_frame.f_locals for tb in traceback_of(stopped.value)]
+    assert len(frame_locals) > 2
+    assert not [v for each in frame_locals for v in each.values() if isinstance(v, KvState)]
     assert background.progress.prompt_done_at is None, "the cancel came after the prompt"
     assert background.progress.prompt_tokens > 800  # the other file is in it
     assert background.progress.prompt_tokens_evaluated >= 256
