@@ -14,7 +14,8 @@ Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][@CONTEX
   spmv       the current file only, in the server's layout (the SPM variant)
   spmv+ctx   plus extra context: the package's other modules are "open in the editor", and
              extra_context.select picks what fits completion budget (as the server does)
-  spmv@128   a window of 128 tokens instead of --context-tokens (a cold start's window)
+  spmv@128   a window of 128 tokens instead of --context-tokens (a cold start's window: its
+             suffix keeps the whole window's share, as the server's does)
   spmv+shift the window moved: the prompt for the text without the 8 lines above the
              cursor's line is evaluated first, and the hole's own prompt reuses its cache by
              shifting the lines both share (KV shift) instead of evaluating them again
@@ -49,6 +50,7 @@ from lsp_infer.config import CompletionSettings, ExtraContextSettings, ModelSett
 from lsp_infer.core.backend import JobOptions
 from lsp_infer.core.cancel import CancelToken
 from lsp_infer.core.engine import CompletionEngine
+from lsp_infer.core.window import smaller_suffix_tokens
 from lsp_infer.local.extra_context import OpenDocument, select
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
@@ -205,7 +207,13 @@ def run_config(
         max_lines=1,
         context_tokens=int(budget) if budget else context_tokens,
         timeout_ms=20000,
-        suffix_tokens=int(suffix) if suffix else CompletionSettings().suffix_tokens,
+        # A smaller window without an explicit suffix is a cold start's: the suffix keeps
+        # its share of the whole window, as the server gives it.
+        suffix_tokens=int(suffix)
+        if suffix
+        else smaller_suffix_tokens(
+            CompletionSettings().suffix_tokens, int(budget or context_tokens), context_tokens
+        ),
     )
     extra_tokens = extra_budget if "ctx" in flags else 0
     results: dict[str, dict[str, float]] = {}

@@ -35,7 +35,7 @@ from lsp_infer.core.prompts import (
     detect_template,
     with_repository,
 )
-from lsp_infer.core.window import fit_window, smaller_budgets
+from lsp_infer.core.window import fit_window, smaller_budgets, smaller_suffix_tokens
 from lsp_infer.local.devices import Device, describe_devices, gpu_layers_for
 from lsp_infer.local.kv_cache import KEEP_AT_LEAST, KvCache
 from lsp_infer.local.kv_reuse import common_prefix
@@ -387,18 +387,23 @@ class LlamaCppBackend:
             built = self._within(built, job, int(self.prompt_speed * job.cold_seconds))
         return self._generate(built, job, cancel)
 
-    def _build(self, job: CompletionJob, budget_tokens: int) -> BuiltPrompt:
-        """The job's prompt with a window of ``budget_tokens`` around the cursor."""
+    def _build(
+        self, job: CompletionJob, budget_tokens: int, full_budget: int | None = None
+    ) -> BuiltPrompt:
+        """The job's prompt with a window of ``budget_tokens`` around the cursor; with
+        ``full_budget``, a smaller window than that, whose suffix keeps its share."""
         assert self.loaded is not None
         template = self.loaded.template
         room = self.loaded.n_ctx - job.max_tokens - _CONTEXT_MARGIN
         room -= job.extra_tokens if job.extra else 0
         # The anchored prefix may run a quarter over its budget (see fit_window): keep room.
         budget = min(budget_tokens, room * 4 // 5)
+        suffix_tokens = job.suffix_tokens
+        if full_budget is not None:
+            suffix_tokens = smaller_suffix_tokens(suffix_tokens, budget, full_budget)
         window = fit_window(
-            job.text, job.offset, budget, self.count_tokens,
-            suffix_tokens=job.suffix_tokens, anchor_lines=PREFIX_ANCHOR_LINES,
-            anchor_slack=budget // 4,
+            job.text, job.offset, budget, self.count_tokens, suffix_tokens=suffix_tokens,
+            anchor_lines=PREFIX_ANCHOR_LINES, anchor_slack=budget // 4,
         )  # fmt: skip
         # Whitespace typed at the end of the prefix ("return ", or an indentation) is left out
         # of the prompt: the model tokenizes it together with the next word (" a",
@@ -430,7 +435,7 @@ class LlamaCppBackend:
         for the background evaluation anyway."""
         assert self.cache is not None
         smaller = (
-            dataclasses.replace(self._build(job, budget), reduced=True)
+            dataclasses.replace(self._build(job, budget, built.budget), reduced=True)
             for budget in smaller_budgets(built.budget)
         )  # built only as far as the loop goes
         fitting: BuiltPrompt | None = None

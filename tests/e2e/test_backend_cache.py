@@ -318,3 +318,24 @@ def test_the_keystrokes_after_a_cold_start_keep_to_its_window(switching: LlamaCp
     )
     generate(switching, fresh)
     assert fresh.progress.prompt_tokens > nxt.progress.prompt_tokens + 50
+
+
+def test_a_cold_start_window_keeps_the_suffixs_share(switching: LlamaCppBackend) -> None:
+    before = "".join(f"value_{i} = compute({i})  # before {i}\n" for i in range(60))
+    after = "".join(f"other_{i} = compute({i})  # after {i}\n" for i in range(60))
+    work = doc_job("file:///share.py", before + after, offset=len(before))
+    backend = switching
+    llm = backend._llm
+
+    def windows() -> tuple[str, str]:
+        whole = backend._build(work, 512)
+        cold = backend._within(whole, work, 220)  # what an empty cache affords in 1.5 s here
+        assert cold.reduced and not whole.reduced
+        return (llm.detokenize(whole.tokens).decode(), llm.detokenize(cold.tokens).decode())
+
+    whole, cold = switching.lane.run_blocking(windows)
+    # The whole window gives the suffix up to a quarter (128 of 512); the cold one keeps that
+    # share instead of the count, which would have been half of it (more lines after the
+    # cursor than before it, the prefix being cut back to a line that is a multiple of 8).
+    share = [(text.count("# before "), text.count("# after ")) for text in (whole, cold)]
+    assert all(before > after > 0 for before, after in share), share

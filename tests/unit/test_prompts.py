@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lsp_infer.core.prompts import TEMPLATES, Special, detect_template, prompt_text
-from lsp_infer.core.window import fit_window, smaller_budgets
+from lsp_infer.core.window import fit_window, smaller_budgets, smaller_suffix_tokens
 
 
 def vocabulary(*tokens: str):
@@ -190,3 +190,19 @@ def test_a_cold_start_tries_windows_of_three_quarters_down_to_the_minimum(
     budget: int, minimum: int, ladder: list[int]
 ) -> None:
     assert smaller_budgets(budget, minimum) == ladder
+
+
+@pytest.mark.parametrize(
+    ("suffix_tokens", "budget", "full_budget", "expected"),
+    [
+        (128, 162, 512, 40),  # a cold start's window: a quarter, as the whole window has
+        (128, 384, 512, 96),
+        (128, 512, 512, 128),  # the whole window: the setting itself
+        (0, 162, 512, 0),  # no suffix stays no suffix
+        (128, 162, 0, 128),  # no whole window to take a share of
+    ],
+)
+def test_a_smaller_window_keeps_the_suffixs_share(
+    suffix_tokens: int, budget: int, full_budget: int, expected: int
+) -> None:
+    assert smaller_suffix_tokens(suffix_tokens, budget, full_budget) == expected
