@@ -23,6 +23,7 @@ smaller window (completion.coldStartMs), of all generations.
 
     python bench/multifile.py                              # both parts, cache off and on
     python bench/multifile.py --switch-every 0 --parts typing --configs on   # one file at a time
+    python bench/multifile.py --configs on,q4_0   # as shipped vs model.requantize q4_0
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ FUNCTIONS = [
 CONFIGS = {
     "off": {"model": {"stateCacheMb": 0}},
     "on": {},
+    "q4_0": {"model": {"requantize": "q4_0"}},  # the cache on, the model requantized
 }
 
 

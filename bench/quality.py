@@ -9,7 +9,7 @@ cursor sits where the code starts and the model must write the line. Two suites:
          the answer needs another file
 
 Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS]
-[+ctx][+shift]:
+[+ctx][+shift][+q4_0]:
   psm        the plain prefix/suffix/middle prompt of the model card (baseline)
   spmv       the current file only, in the server's layout (the SPM variant)
   spmv+ctx   plus extra context: the package's other modules are "open in the editor", and
@@ -19,6 +19,9 @@ Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][@CONTEX
   spmv+shift the window moved: the prompt for the text without the 8 lines above the
              cursor's line is evaluated first, and the hole's own prompt reuses its cache by
              shifting the lines both share (KV shift) instead of evaluating them again
+  spmv+q4_0  the embedded model requantized to Q4_0 (the setting model.requantize)
+
+--model FILE runs every configuration on another GGUF file instead of the embedded model.
 
 Reports exact match (first suggested line == the removed line), edit similarity (difflib
 ratio), and seconds per hole (a cold prompt each: no KV reuse between holes).
@@ -191,15 +194,25 @@ def moved_window(hole: Hole, lines: int = 8) -> tuple[str, int]:
 
 
 def run_config(
-    config: str, suites: dict[str, list[Hole]], context_tokens: int, extra_budget: int
+    config: str,
+    suites: dict[str, list[Hole]],
+    context_tokens: int,
+    extra_budget: int,
+    model_path: str | None = None,
 ) -> dict[str, dict[str, float]]:
-    """One configuration, ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx][+shift]."""
+    """One configuration, ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx][+shift][+q4_0]."""
     spec, *flags = config.split("+")
     spec, _, budget = spec.partition("@")
     order, _, suffix = spec.partition(":")
     lane = ModelLane()
     backend = LlamaCppBackend(lane)
-    lane.run_blocking(backend.load_blocking, ModelSettings(fim_order=order), None)
+    lane.run_blocking(
+        backend.load_blocking,
+        ModelSettings(
+            path=model_path, fim_order=order, requantize="q4_0" if "q4_0" in flags else "off"
+        ),
+        None,
+    )
     assert backend.state == "ready", backend.error
     engine = CompletionEngine(backend)
     settings = CompletionSettings(
@@ -275,11 +288,12 @@ def main() -> None:
     parser.add_argument("--suite", choices=["local", "cross", "both"], default="local")
     parser.add_argument(
         "--configs", default="psm,spmv",
-        help="ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx][+shift],...",
+        help="ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx][+shift][+q4_0],...",
     )  # fmt: skip
     parser.add_argument("--context-tokens", type=int, default=512)
     parser.add_argument("--extra-tokens", type=int, default=ExtraContextSettings().extra_tokens)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", help="a GGUF file instead of the embedded default model")
     args = parser.parse_args()
     suites: dict[str, list[Hole]] = {}
     if args.suite in ("local", "both"):
@@ -293,7 +307,7 @@ def main() -> None:
           f"tokens, Python {sys.version.split()[0]}")  # fmt: skip
     print(f"{'config':12} {'suite':6} {'exact match %':>14} {'edit sim %':>11} {'s/hole':>7}")
     for config in args.configs.split(","):
-        results = run_config(config, suites, args.context_tokens, args.extra_tokens)
+        results = run_config(config, suites, args.context_tokens, args.extra_tokens, args.model)
         for name, result in results.items():
             print(f"{config:12} {name:6} {result['exact_match']:14.1f} "
                   f"{result['edit_similarity']:11.1f} {result['seconds_per_hole']:7.2f}",

@@ -231,8 +231,9 @@ def cmd_model(args: argparse.Namespace) -> int:
     try:
         if args.action == "path":
             resolved = models.resolve_model(
-                custom, settings.model.sha256, _progress_bar("assembling model")
-            )
+                custom, settings.model.sha256, _progress_bar("assembling model"),
+                requantize=settings.model.requantize,
+            )  # fmt: skip
             print(resolved.path.resolve())
         elif args.action == "verify":
             if custom is None:
@@ -258,6 +259,10 @@ def cmd_model(args: argparse.Namespace) -> int:
             else:
                 path = models.ensure_default_model(_progress_bar("assembling model"))
             print(f"ok: {path} ({models.DEFAULT_MODEL.description}, SHA-256 verified)")
+            if settings.model.requantize != "off":
+                kind = settings.model.requantize
+                derived = models.ensure_requantized(kind)
+                print(f"ok: {derived} (model.requantize {kind}, derived from it)")
     except models.ModelError as exc:
         print(f"lsp-infer model {args.action}: {exc}", file=sys.stderr)
         return 1

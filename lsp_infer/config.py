@@ -49,6 +49,10 @@ class ModelSettings:
     # Layers offloaded to a GPU: "auto" is all of them where this llama.cpp build can offload
     # (CUDA, Metal, Vulkan, ROCm), else none; a number asks for that many.
     gpu_layers: GpuLayers = GpuLayers("auto")
+    # "q4_0": load the embedded model requantized to Q4_0 (derived once into the model cache):
+    # about 1.4x faster on CPUs, a few points lower exact match (BENCHMARKS.md, "Faster
+    # weights"). Ignored, with a warning, for a custom model.path.
+    requantize: str = _choice("off", ("off", "q4_0"))
     # RAM for documents' evaluated prompts (KV states), so switching files does not evaluate
     # a file's prompt again; 0 keeps none. About 12 KB a token for the default model: 256 MB
     # holds some twenty files' prompts (BENCHMARKS.md, "Switching files").
@@ -213,6 +217,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "LSP_INFER_FIM_TEMPLATE": ("model", "fim_template"),
     "LSP_INFER_GPU_LAYERS": ("model", "gpu_layers"),
     "LSP_INFER_STATE_CACHE_MB": ("model", "state_cache_mb"),
+    "LSP_INFER_REQUANTIZE": ("model", "requantize"),
     "LSP_INFER_MAX_TOKENS": ("completion", "max_tokens"),
     "LSP_INFER_TEAM_URL": ("team", "url"),
     "LSP_INFER_TEAM_API_KEY": ("team", "api_key"),

@@ -201,12 +201,20 @@ class LlamaCppBackend:
         from llama_cpp import Llama  # imported here: it loads a shared library
 
         started = time.monotonic()
-        resolved = resolve_model(settings.path, settings.sha256, progress)
         threads = settings.n_threads or default_threads()
+        resolved = resolve_model(
+            settings.path, settings.sha256, progress,
+            requantize=settings.requantize, threads=threads,
+        )  # fmt: skip
         gpu_layers, warning = gpu_layers_for(
             settings.gpu_layers, bool(llama_cpp.llama_supports_gpu_offload())
         )
         self.warnings = [warning] if warning else []
+        if settings.path is not None and settings.requantize != "off":
+            self.warnings.append(
+                f"model.requantize ({settings.requantize}) applies to the embedded default "
+                "model only; the custom model.path is loaded as it is"
+            )
         llm = Llama(
             model_path=str(resolved.path),
             n_ctx=settings.n_ctx,

@@ -104,6 +104,9 @@ class LocalTier:
             "devices": [d.name for d in loaded.devices] if loaded else [],
             "gpuLayers": min(loaded.gpu_layers, loaded.n_layers) if loaded else 0,
             "layers": loaded.n_layers if loaded else 0,
+            # Which weights: the embedded file, its requantized copy (model.requantize), or
+            # a custom model.path.
+            "modelFile": loaded.resolved.path.name if loaded else None,
         }
         return stats
 

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from lsp_infer.local.lane import ModelLane
+from lsp_infer.local.llama_cpp import LlamaCppBackend
 from tests.helpers import plain, raw_request  # noqa: F401  (re-exported for the tests)
 
 SERVER_COMMAND = [sys.executable, "-m", "lsp_infer", "serve", "--log-level", "debug"]
@@ -24,6 +28,14 @@ def server_env(**overrides: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LSP_INFER_")}
     env.update(overrides)
     return env
+
+
+@pytest.fixture
+def backend() -> Iterator[LlamaCppBackend]:
+    """The model backend in this process, on its own lane, not loaded yet."""
+    backend = LlamaCppBackend(ModelLane())
+    yield backend
+    backend.close()
 
 
 @pytest_lsp.fixture(

@@ -6,22 +6,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 from pytest_lsp import LanguageClient
 
 from lsp_infer.config import ModelSettings
-from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
 from tests.e2e.conftest import initialize, inline_at, open_document, raw_request, server_env
-
-
-@pytest.fixture
-def backend() -> Iterator[LlamaCppBackend]:
-    backend = LlamaCppBackend(ModelLane())
-    yield backend
-    backend.close()
 
 
 def load(backend: LlamaCppBackend, gpu_layers: str) -> None:

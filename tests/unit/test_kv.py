@@ -202,6 +202,9 @@ def test_gpu_layers(setting: str, supported: bool, layers: int, warns: bool) -> 
         ({"model": {"gpuLayers": "many"}}, "gpu_layers", "auto", 'expected "auto"'),
         ({"model": {"stateCacheMb": 0}}, "state_cache_mb", 0, None),
         ({"model": {"stateCacheMb": -1}}, "state_cache_mb", 256, "between 0 and 65536"),
+        ({"model": {"requantize": "q4_0"}}, "requantize", "q4_0", None),
+        ({"model": {"requantize": "q2_k"}}, "requantize", "off", "q4_0"),
+        ({"model": {"requantize": True}}, "requantize", "off", "model.requantize"),
     ],
 )
 def test_model_settings(raw: dict[str, object], field: str, value: object, problem: str | None):
@@ -215,6 +218,9 @@ def test_the_state_cache_bound_is_not_a_reason_to_reload_the_model() -> None:
     large, _ = load_settings({"model": {"stateCacheMb": 1024}})
     other, _ = load_settings({"model": {"nCtx": 2048}})
     assert small.model.load_key() == large.model.load_key() != other.model.load_key()
+    # Other weights: another model, whose saved states would not fit it.
+    requantized, _ = load_settings({"model": {"requantize": "q4_0"}})
+    assert requantized.model.load_key() != small.model.load_key()
 
 
 def _rss_mb() -> float:

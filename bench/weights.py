@@ -1,0 +1,93 @@
+"""Model speed with the embedded weights as shipped and requantized (model.requantize).
+
+Loads each file the way the server does (llama-cpp-python, n_batch 256, one thread per core)
+and measures, in the same run and interleaved so that the machine's noise hits both alike:
+  prompt   tokens/s evaluating a 512-token prompt of standard-library code, from an empty cache
+  decode   tokens/s evaluating one token at a time after it (what a suggestion's decoding does)
+Figures are medians over --runs; the ratio is requantized / as shipped. Quality is measured
+separately: python bench/quality.py --suite both --holes 80 --configs spmv,spmv+q4_0
+
+    python bench/weights.py --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+# The server's thread-wait policy (cli.prefer_passive_threads), set before llama.cpp loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from lsp_infer import models
+from lsp_infer.local.llama_cpp import default_threads
+
+PROMPT_TOKENS = 512
+DECODE_TOKENS = 64
+SOURCE = Path(json.__file__).parent.parent / "difflib.py"
+
+
+def load(path: Path) -> Any:
+    from llama_cpp import Llama
+
+    threads = default_threads()
+    return Llama(
+        model_path=str(path), n_ctx=2048, n_batch=256, n_ubatch=256, n_threads=threads,
+        n_threads_batch=threads, logits_all=False, verbose=False,
+    )  # fmt: skip
+
+
+def measure(llm: Any, tokens: list[int]) -> tuple[float, float]:
+    """(prompt tokens/s, decode tokens/s) from an empty KV cache."""
+    import llama_cpp
+
+    llm.reset()
+    llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(llm.ctx), True)
+    started = time.perf_counter()
+    llm.eval(tokens[:PROMPT_TOKENS])
+    prompt = PROMPT_TOKENS / (time.perf_counter() - started)
+    started = time.perf_counter()
+    for token in tokens[PROMPT_TOKENS : PROMPT_TOKENS + DECODE_TOKENS]:
+        llm.eval([token])
+    decode = DECODE_TOKENS / (time.perf_counter() - started)
+    return prompt, decode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--requantize", default="q4_0", choices=sorted(models.REQUANTIZE_TYPES))
+    args = parser.parse_args()
+    started = time.perf_counter()
+    derived = models.ensure_requantized(args.requantize, threads=default_threads())
+    print(f"{args.requantize} file ready in {time.perf_counter() - started:.1f} s: {derived}")
+    files = {"as shipped": models.ensure_default_model(), args.requantize: derived}
+    loaded = {name: load(path) for name, path in files.items()}
+    text = SOURCE.read_text()
+    tokens = next(iter(loaded.values())).tokenize(text.encode(), add_bos=False)
+    assert len(tokens) >= PROMPT_TOKENS + DECODE_TOKENS
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name in loaded}
+    for _ in range(args.runs):
+        for name, llm in loaded.items():
+            results[name].append(measure(llm, tokens))
+    print(f"{default_threads()} threads, {args.runs} runs, medians (tokens/s)")
+    print(f"{'weights':12} {'size MB':>8} {'prompt':>8} {'decode':>8}")
+    medians = {}
+    for name, runs in results.items():
+        prompt = statistics.median(r[0] for r in runs)
+        decode = statistics.median(r[1] for r in runs)
+        medians[name] = (prompt, decode)
+        size = files[name].stat().st_size / 1e6
+        print(f"{name:12} {size:8.0f} {prompt:8.1f} {decode:8.1f}")
+    base, fast = medians["as shipped"], medians[args.requantize]
+    print(f"{'ratio':12} {'':8} {fast[0] / base[0]:8.2f} {fast[1] / base[1]:8.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""model.requantize with the real embedded model: the Q4_0 copy is derived once from the
+verified file, trusted while its stamp matches and derived again when the file or llama.cpp
+changed; the server answers from it and says which file it loaded; a custom model.path is
+loaded as it is, with one warning."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pytest_lsp import LanguageClient
+
+from lsp_infer import models
+from lsp_infer.config import ModelSettings
+from lsp_infer.local.llama_cpp import LlamaCppBackend
+from tests.e2e.conftest import initialize, inline_at, open_document, raw_request, server_env
+
+
+@pytest.fixture
+def derived_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The Q4_0 copy goes to a scratch folder, not the user's model cache."""
+    target = tmp_path / "model.q4_0.gguf"
+    monkeypatch.setattr(models, "requantized_path", lambda kind: target)
+    return target
+
+
+def stamp_of(path: Path) -> dict[str, object]:
+    return dict(json.loads(path.with_name(path.name + ".verified").read_text()))
+
+
+def test_derived_once_trusted_then_derived_again_when_changed(derived_here: Path) -> None:
+    path = models.ensure_requantized("q4_0")
+    assert path == derived_here and path.read_bytes()[:4] == b"GGUF"
+    stamp = stamp_of(path)
+    assert stamp["source_sha256"] == models.DEFAULT_MODEL.sha256 and stamp["kind"] == "q4_0"
+    assert stamp["sha256"] == models.sha256_of(path)
+    assert path.stat().st_size < models.DEFAULT_MODEL.size  # 4.5 bits a weight, not 5.5
+    made = path.stat().st_mtime_ns
+
+    assert models.ensure_requantized("q4_0") == path
+    assert path.stat().st_mtime_ns == made  # trusted: not derived again
+
+    with path.open("ab") as f:  # changed on disk (truncated, edited, replaced)
+        f.write(b"junk")
+    models.ensure_requantized("q4_0")
+    assert models.sha256_of(path) == stamp["sha256"]  # derived again, the same bytes
+
+    changed = stamp_of(path) | {"llama_cpp": "0.0.1"}  # derived by another llama.cpp
+    path.with_name(path.name + ".verified").write_text(json.dumps(changed))
+    before = path.stat().st_mtime_ns
+    models.ensure_requantized("q4_0")
+    assert path.stat().st_mtime_ns != before and stamp_of(path)["llama_cpp"] != "0.0.1"
+
+    with pytest.raises(models.ModelError, match="unknown requantization"):
+        models.ensure_requantized("q2_k")
+
+
+def test_the_backend_loads_the_derived_file(derived_here: Path, backend: LlamaCppBackend) -> None:
+    backend.lane.run_blocking(backend.load_blocking, ModelSettings(requantize="q4_0"))
+    assert backend.state == "ready", backend.error
+    assert backend.loaded is not None and backend.loaded.resolved.path == derived_here
+    assert "q4_0" in backend.loaded.resolved.verified_by and backend.warnings == []
+
+
+def test_a_custom_model_is_loaded_as_it_is_with_one_warning(backend: LlamaCppBackend) -> None:
+    custom = models.ensure_default_model()
+    settings = ModelSettings(path=str(custom), requantize="q4_0")
+    backend.lane.run_blocking(backend.load_blocking, settings)
+    assert backend.state == "ready", backend.error
+    assert backend.loaded is not None and backend.loaded.resolved.path == custom
+    assert len(backend.warnings) == 1 and "embedded default model only" in backend.warnings[0]
+
+
+async def test_the_server_answers_from_the_requantized_model(client: LanguageClient) -> None:
+    # The server process derives into the user's model cache, as it would for a user.
+    options = {"model": {"requantize": "q4_0"}, "completion": {"precompute": False}}
+    await initialize(client, options=options)
+    uri = "file:///tmp/lsp-infer-e2e/requantized.py"
+    open_document(client, uri, "def add(a, b):\n    return ")
+    result = await inline_at(client, uri, 1, 11)
+    assert result.items and "a + b" in str(result.items[0].insert_text)
+    stats = await raw_request(client, "lspInfer/stats", {})
+    assert stats["compute"]["modelFile"] == models.requantized_path("q4_0").name
+    assert not [m.message for m in client.messages if "requantize" in m.message]
+
+
+def test_model_fetch_and_path_name_the_requantized_file() -> None:
+    env = server_env(LSP_INFER_REQUANTIZE="q4_0")
+    derived = str(models.requantized_path("q4_0"))
+    fetch = subprocess.run(
+        [sys.executable, "-m", "lsp_infer", "model", "fetch"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert fetch.returncode == 0, fetch.stderr
+    assert f"ok: {derived} (model.requantize q4_0" in fetch.stdout
+    path = subprocess.run(
+        [sys.executable, "-m", "lsp_infer", "model", "path"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert path.stdout.strip() == str(Path(derived).resolve())
