@@ -119,6 +119,11 @@ def _check_model(checks: Checks, settings: Settings) -> bool:
         checks.ok(f"embedded default model installed ({models.DEFAULT_MODEL.description})")
     else:
         checks.note(f"custom model configured: {settings.model.path}")
+        if settings.model.requantize != "off":
+            checks.note(
+                f"model.requantize ({settings.model.requantize}) applies to the embedded "
+                "default model only: the custom model is loaded as it is"
+            )
     text = "def add(a, b):\n    return "
     try:
         result = complete_once(settings.model, settings.completion, text, len(text))

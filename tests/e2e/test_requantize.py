@@ -101,3 +101,20 @@ def test_model_fetch_and_path_name_the_requantized_file() -> None:
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
     assert path.stdout.strip() == str(Path(derived).resolve())
+
+
+def test_doctor_names_the_requantized_file_and_says_a_custom_model_is_not() -> None:
+    def doctor(**env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "lsp_infer", "doctor"],
+            capture_output=True, text=True, env=server_env(**env), timeout=300,
+        )  # fmt: skip
+
+    derived = doctor(LSP_INFER_REQUANTIZE="q4_0")
+    assert derived.returncode == 0, derived.stdout
+    assert f"{models.requantized_path('q4_0')} (checked: q4_0, derived from" in derived.stdout
+    custom = str(models.ensure_default_model())
+    as_is = doctor(LSP_INFER_REQUANTIZE="q4_0", LSP_INFER_MODEL=custom)
+    assert as_is.returncode == 0, as_is.stdout
+    assert "applies to the embedded default model only" in as_is.stdout
+    assert f"{custom} (checked: GGUF header only" in as_is.stdout
