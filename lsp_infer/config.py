@@ -50,8 +50,8 @@ class ModelSettings:
     # (CUDA, Metal, Vulkan, ROCm), else none; a number asks for that many.
     gpu_layers: GpuLayers = GpuLayers("auto")
     # "q4_0": load the embedded model requantized to Q4_0 (derived once into the model cache):
-    # about 1.4x faster on CPUs, a few points lower exact match (BENCHMARKS.md, "Faster
-    # weights"). Ignored, with a warning, for a custom model.path.
+    # prompts about 1.4x as fast on a CPU, decoding 1.2x, exact match a few points lower
+    # (BENCHMARKS.md, "Faster weights"). Ignored, with a warning, for a custom model.path.
     requantize: str = _choice("off", ("off", "q4_0"))
     # RAM for documents' evaluated prompts (KV states), so switching files does not evaluate
     # a file's prompt again; 0 keeps none. About 12 KB a token for the default model: 256 MB
