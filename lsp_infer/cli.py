@@ -245,6 +245,11 @@ def cmd_model(args: argparse.Namespace) -> int:
                     progress=_progress_bar("verifying"),
                 )
                 print(f"ok: {path} matches SHA-256 {models.DEFAULT_MODEL.sha256}")
+                if settings.model.requantize != "off":
+                    derived = models.verify_requantized(
+                        settings.model.requantize, _progress_bar("verifying")
+                    )
+                    print(f"ok: {derived} matches the SHA-256 recorded when it was made")
             else:
                 resolved = models.resolve_model(custom, settings.model.sha256)
                 print(f"ok: {resolved.path} (checked: {resolved.verified_by})")

@@ -279,6 +279,20 @@ def ensure_requantized(kind: str, progress: Progress | None = None, *, threads: 
     return target
 
 
+def verify_requantized(kind: str, progress: Progress | None = None) -> Path:
+    """Hash the requantized copy again against the SHA-256 recorded when it was made."""
+    path = requantized_path(kind)
+    try:
+        recorded = str(json.loads(_stamp_path(path).read_text())["sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ModelError(
+            f"{path} has not been made yet (or its stamp is unreadable); "
+            "`lsp-infer model fetch` makes it"
+        ) from None
+    verify(path, size=None, sha256=recorded, progress=progress)
+    return path
+
+
 @dataclass(frozen=True)
 class ResolvedModel:
     path: Path

@@ -43,8 +43,11 @@ def test_derived_once_trusted_then_derived_again_when_changed(derived_here: Path
     assert models.ensure_requantized("q4_0") == path
     assert path.stat().st_mtime_ns == made  # trusted: not derived again
 
+    assert models.verify_requantized("q4_0") == path  # `lsp-infer model verify` re-hashes
     with path.open("ab") as f:  # changed on disk (truncated, edited, replaced)
         f.write(b"junk")
+    with pytest.raises(models.ModelError, match="refusing to load it"):
+        models.verify_requantized("q4_0")
     models.ensure_requantized("q4_0")
     assert models.sha256_of(path) == stamp["sha256"]  # derived again, the same bytes
 
@@ -56,6 +59,9 @@ def test_derived_once_trusted_then_derived_again_when_changed(derived_here: Path
 
     with pytest.raises(models.ModelError, match="unknown requantization"):
         models.ensure_requantized("q2_k")
+    path.with_name(path.name + ".verified").unlink()
+    with pytest.raises(models.ModelError, match="model fetch"):
+        models.verify_requantized("q4_0")
 
 
 def test_the_backend_loads_the_derived_file(derived_here: Path, backend: LlamaCppBackend) -> None:
@@ -101,6 +107,12 @@ def test_model_fetch_and_path_name_the_requantized_file() -> None:
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
     assert path.stdout.strip() == str(Path(derived).resolve())
+    verify = subprocess.run(
+        [sys.executable, "-m", "lsp_infer", "model", "verify"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert verify.returncode == 0, verify.stderr
+    assert f"ok: {derived} matches the SHA-256 recorded when it was made" in verify.stdout
 
 
 def test_doctor_names_the_requantized_file_and_says_a_custom_model_is_not() -> None:
