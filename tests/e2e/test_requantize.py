@@ -93,40 +93,32 @@ async def test_the_server_answers_from_the_requantized_model(client: LanguageCli
     assert not [m.message for m in client.messages if "requantize" in m.message]
 
 
-def test_model_fetch_and_path_name_the_requantized_file() -> None:
-    env = server_env(LSP_INFER_REQUANTIZE="q4_0")
-    derived = str(models.requantized_path("q4_0"))
-    fetch = subprocess.run(
-        [sys.executable, "-m", "lsp_infer", "model", "fetch"],
-        capture_output=True, text=True, env=env, timeout=300,
+def lsp_infer(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command line, as a user runs it, with these LSP_INFER_* variables."""
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_infer", *args],
+        capture_output=True, text=True, env=server_env(**env), timeout=300,
     )  # fmt: skip
+
+
+def test_model_fetch_path_and_verify_name_the_requantized_file() -> None:
+    derived = str(models.requantized_path("q4_0"))
+    fetch = lsp_infer("model", "fetch", LSP_INFER_REQUANTIZE="q4_0")
     assert fetch.returncode == 0, fetch.stderr
     assert f"ok: {derived} (model.requantize q4_0" in fetch.stdout
-    path = subprocess.run(
-        [sys.executable, "-m", "lsp_infer", "model", "path"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+    path = lsp_infer("model", "path", LSP_INFER_REQUANTIZE="q4_0")
     assert path.stdout.strip() == str(Path(derived).resolve())
-    verify = subprocess.run(
-        [sys.executable, "-m", "lsp_infer", "model", "verify"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+    verify = lsp_infer("model", "verify", LSP_INFER_REQUANTIZE="q4_0")
     assert verify.returncode == 0, verify.stderr
     assert f"ok: {derived} matches the SHA-256 recorded when it was made" in verify.stdout
 
 
 def test_doctor_names_the_requantized_file_and_says_a_custom_model_is_not() -> None:
-    def doctor(**env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "lsp_infer", "doctor"],
-            capture_output=True, text=True, env=server_env(**env), timeout=300,
-        )  # fmt: skip
-
-    derived = doctor(LSP_INFER_REQUANTIZE="q4_0")
+    derived = lsp_infer("doctor", LSP_INFER_REQUANTIZE="q4_0")
     assert derived.returncode == 0, derived.stdout
     assert f"{models.requantized_path('q4_0')} (checked: q4_0, derived from" in derived.stdout
     custom = str(models.ensure_default_model())
-    as_is = doctor(LSP_INFER_REQUANTIZE="q4_0", LSP_INFER_MODEL=custom)
+    as_is = lsp_infer("doctor", LSP_INFER_REQUANTIZE="q4_0", LSP_INFER_MODEL=custom)
     assert as_is.returncode == 0, as_is.stdout
     assert "applies to the embedded default model only" in as_is.stdout
     assert f"{custom} (checked: GGUF header only" in as_is.stdout
