@@ -31,13 +31,13 @@ DECODE_TOKENS = 64
 SOURCE = Path(json.__file__).parent.parent / "difflib.py"
 
 
-def load(path: Path) -> Any:
+def load(path: Path, mapped: bool) -> Any:
     from llama_cpp import Llama
 
     threads = default_threads()
     return Llama(
         model_path=str(path), n_ctx=2048, n_batch=256, n_ubatch=256, n_threads=threads,
-        n_threads_batch=threads, logits_all=False, verbose=False,
+        n_threads_batch=threads, use_mmap=mapped, logits_all=False, verbose=False,
     )  # fmt: skip
 
 
@@ -68,7 +68,8 @@ def main() -> None:
     derived = models.ensure_requantized(args.requantize, threads=default_threads())
     print(f"{args.requantize} file ready in {time.perf_counter() - started:.1f} s: {derived}")
     files = {"as shipped": models.ensure_default_model(), args.requantize: derived}
-    loaded = {name: load(path) for name, path in files.items()}
+    # As the server loads them: the shipped file mapped, the requantized one read.
+    loaded = {name: load(path, mapped=name == "as shipped") for name, path in files.items()}
     text = SOURCE.read_text()
     tokens = next(iter(loaded.values())).tokenize(text.encode(), add_bos=False)
     assert len(tokens) >= PROMPT_TOKENS + DECODE_TOKENS

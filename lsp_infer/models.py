@@ -299,6 +299,8 @@ class ResolvedModel:
     embedded: bool
     # How the file was checked, in words (e.g. "sha256 (embedded default)").
     verified_by: str
+    # The embedded model's requantized copy (model.requantize): "q4_0"; None otherwise.
+    requantized: str | None = None
 
 
 def resolve_model(
@@ -316,6 +318,7 @@ def resolve_model(
         return ResolvedModel(
             derived, embedded=True,
             verified_by=f"{requantize}, derived from the sha256-verified embedded default",
+            requantized=requantize,
         )  # fmt: skip
     if path is None:
         resolved = ensure_default_model(progress)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import llama_cpp
 import pytest
 from pytest_lsp import LanguageClient
 
@@ -69,6 +70,8 @@ def test_the_backend_loads_the_derived_file(derived_here: Path, backend: LlamaCp
     assert backend.state == "ready", backend.error
     assert backend.loaded is not None and backend.loaded.resolved.path == derived_here
     assert "q4_0" in backend.loaded.resolved.verified_by and backend.warnings == []
+    # Read, not mapped: llama.cpp keeps its own repacked copy of Q4_0 weights anyway.
+    assert backend._llm.model_params.load_mode == llama_cpp.LLAMA_LOAD_MODE_NONE
 
 
 def test_a_custom_model_is_loaded_as_it_is_with_one_warning(backend: LlamaCppBackend) -> None:
@@ -78,6 +81,7 @@ def test_a_custom_model_is_loaded_as_it_is_with_one_warning(backend: LlamaCppBac
     assert backend.state == "ready", backend.error
     assert backend.loaded is not None and backend.loaded.resolved.path == custom
     assert len(backend.warnings) == 1 and "embedded default model only" in backend.warnings[0]
+    assert backend._llm.model_params.load_mode == llama_cpp.LLAMA_LOAD_MODE_MMAP
 
 
 async def test_the_server_answers_from_the_requantized_model(client: LanguageClient) -> None:
