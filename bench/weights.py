@@ -4,7 +4,9 @@ Loads each file the way the server does (llama-cpp-python, n_batch 256, one thre
 and measures, in the same run and interleaved so that the machine's noise hits both alike:
   prompt   tokens/s evaluating a 512-token prompt of standard-library code, from an empty cache
   decode   tokens/s evaluating one token at a time after it (what a suggestion's decoding does)
-Figures are medians over --runs; the ratio is requantized / as shipped. Quality is measured
+Figures are medians over --runs; the ratio is requantized / as shipped. Then each file is
+loaded alone in a fresh process, as the server loads it, and its resident memory read from
+/proc (VmRSS, and its anonymous and file-backed parts) after a short prompt. Quality is measured
 separately: python bench/quality.py --suite both --holes 80 --configs spmv,spmv+q4_0
 
     python bench/weights.py --runs 5
@@ -16,6 +18,8 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -57,13 +61,37 @@ def measure(llm: Any, tokens: list[int]) -> tuple[float, float]:
     return prompt, decode
 
 
+def resident_memory(path: Path, mapped: bool) -> dict[str, float]:
+    """MB resident in a fresh process that loaded only this file and evaluated a prompt."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--rss-of", str(path), "--mapped", str(int(mapped))],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+def report_own_memory(path: Path, mapped: bool) -> None:
+    llm = load(path, mapped)
+    llm.eval(llm.tokenize(SOURCE.read_text()[:2000].encode(), add_bos=False))
+    with open(f"/proc/{os.getpid()}/status") as status:
+        fields = dict(line.split(":", 1) for line in status)
+    print(
+        json.dumps({k: int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "RssAnon", "RssFile")})
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--requantize", default="q4_0", choices=sorted(models.REQUANTIZE_TYPES))
+    parser.add_argument("--rss-of", help=argparse.SUPPRESS)  # the child process's part
+    parser.add_argument("--mapped", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rss_of:
+        report_own_memory(Path(args.rss_of), bool(args.mapped))
+        return
     started = time.perf_counter()
     derived = models.ensure_requantized(args.requantize, threads=default_threads())
     print(f"{args.requantize} file ready in {time.perf_counter() - started:.1f} s: {derived}")
@@ -88,6 +116,14 @@ def main() -> None:
         print(f"{name:12} {size:8.0f} {prompt:8.1f} {decode:8.1f}")
     base, fast = medians["as shipped"], medians[args.requantize]
     print(f"{'ratio':12} {'':8} {fast[0] / base[0]:8.2f} {fast[1] / base[1]:8.2f}")
+    print("resident memory, each file alone in a fresh process (MB)")
+    print(f"{'weights':12} {'mapped':>7} {'VmRSS':>7} {'RssAnon':>8} {'RssFile':>8}")
+    for name, path in files.items():
+        for mapped in (True, False):
+            rss = resident_memory(path, mapped)
+            served = " (served)" if mapped == (name == "as shipped") else ""
+            print(f"{name:12} {mapped!s:>7} {rss['VmRSS']:7.0f} {rss['RssAnon']:8.0f} "
+                  f"{rss['RssFile']:8.0f}{served}")  # fmt: skip
 
 
 if __name__ == "__main__":
