@@ -224,7 +224,7 @@ class LlamaCppBackend:
             n_threads_batch=threads,
             n_gpu_layers=gpu_layers,
             # llama.cpp copies Q4_0 weights into its repacked layout at load; mapped, the file's
-            # pages would stay resident beside that copy (RSS 765 vs 573 MB; BENCHMARKS.md,
+            # pages would stay resident beside that copy (RSS 737 vs 550 MB; BENCHMARKS.md,
             # "Faster weights"). The shipped file is used in place, shared between processes.
             use_mmap=resolved.requantized is None,
             logits_all=False,
