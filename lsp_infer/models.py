@@ -270,7 +270,11 @@ def ensure_requantized(kind: str, progress: Progress | None = None, *, threads: 
             str(source).encode(), str(partial).encode(), ctypes.byref(params)
         )
         if failed or not partial.is_file():
-            raise ModelError(f"llama.cpp could not requantize {source} to {kind} (code {failed})")
+            raise ModelError(
+                f"llama.cpp could not write the {kind} copy of the embedded model to {target} "
+                f"(code {failed}): check that {target.parent} is writable and has room for "
+                f'about {source.stat().st_size // 10**6} MB, or set model.requantize to "off"'
+            )
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)

@@ -202,10 +202,6 @@ class LlamaCppBackend:
 
         started = time.monotonic()
         threads = settings.n_threads or default_threads()
-        resolved = resolve_model(
-            settings.path, settings.sha256, progress,
-            requantize=settings.requantize, threads=threads,
-        )  # fmt: skip
         gpu_layers, warning = gpu_layers_for(
             settings.gpu_layers, bool(llama_cpp.llama_supports_gpu_offload())
         )
@@ -215,6 +211,17 @@ class LlamaCppBackend:
                 f"model.requantize ({settings.requantize}) applies to the embedded default "
                 "model only; the custom model.path is loaded as it is"
             )
+        try:
+            resolved = resolve_model(
+                settings.path, settings.sha256, progress,
+                requantize=settings.requantize, threads=threads,
+            )  # fmt: skip
+        except ModelError as exc:
+            if settings.path is not None or settings.requantize == "off":
+                raise
+            # A copy that cannot be made (a full or read-only cache) costs speed, not service.
+            self.warnings.append(f"{exc}; the model runs as shipped")
+            resolved = resolve_model(None, None, progress)
         llm = Llama(
             model_path=str(resolved.path),
             n_ctx=settings.n_ctx,

@@ -20,6 +20,20 @@ from lsp_infer.local.llama_cpp import LlamaCppBackend
 from tests.e2e.conftest import initialize, inline_at, open_document, raw_request, server_env
 
 
+def test_a_copy_that_cannot_be_written_warns_and_the_model_runs_as_shipped(
+    monkeypatch: pytest.MonkeyPatch, backend: LlamaCppBackend
+) -> None:
+    monkeypatch.setattr(models, "requantized_path", lambda kind: Path("/proc/no/m.q4_0.gguf"))
+    with pytest.raises(models.ModelError, match="check that /proc/no is writable and has room"):
+        models.ensure_requantized("q4_0")
+    backend.lane.run_blocking(backend.load_blocking, ModelSettings(requantize="q4_0"))
+    assert backend.state == "ready", backend.error
+    assert backend.loaded is not None
+    assert backend.loaded.resolved.path == models.default_model_path()
+    assert len(backend.warnings) == 1 and "/proc/no is writable" in backend.warnings[0]
+    assert backend.warnings[0].endswith("the model runs as shipped")
+
+
 @pytest.fixture
 def derived_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The Q4_0 copy goes to a scratch folder, not the user's model cache."""
