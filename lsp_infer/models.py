@@ -265,21 +265,24 @@ def ensure_requantized(kind: str, progress: Progress | None = None, *, threads: 
     params.ftype = REQUANTIZE_TYPES[kind]
     params.allow_requantize = True  # the source is already quantized (Q4_K_M)
     params.nthread = threads
+    cannot = (
+        f"could not write the {kind} copy of the embedded model to {target}: check that "
+        f"{target.parent} is writable and has room for about {source.stat().st_size // 10**6} "
+        'MB, or set model.requantize to "off"'
+    )
     try:
         failed = llama_cpp.llama_model_quantize(
             str(source).encode(), str(partial).encode(), ctypes.byref(params)
         )
         if failed or not partial.is_file():
-            raise ModelError(
-                f"llama.cpp could not write the {kind} copy of the embedded model to {target} "
-                f"(code {failed}): check that {target.parent} is writable and has room for "
-                f'about {source.stat().st_size // 10**6} MB, or set model.requantize to "off"'
-            )
+            raise ModelError(f"llama.cpp {cannot} (code {failed})")
         os.replace(partial, target)
+        stamp = _derived_stamp(kind, target, sha256_of(target))
+        _stamp_path(target).write_text(json.dumps(stamp))
+    except OSError as exc:
+        raise ModelError(f"{cannot} ({exc.strerror})") from None
     finally:
         partial.unlink(missing_ok=True)
-    stamp = _derived_stamp(kind, target, sha256_of(target))
-    _stamp_path(target).write_text(json.dumps(stamp))
     return target
 
 

@@ -140,3 +140,15 @@ def test_doctor_names_the_requantized_file_and_says_a_custom_model_is_not() -> N
     assert as_is.returncode == 0, as_is.stdout
     assert "applies to the embedded default model only" in as_is.stdout
     assert f"{custom} (checked: GGUF header only" in as_is.stdout
+
+
+def test_a_stamp_that_cannot_be_written_is_a_clear_error(
+    derived_here: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamp_path = models._stamp_path
+    monkeypatch.setattr(
+        models, "_stamp_path",
+        lambda path: Path("/proc/no/stamp") if path == derived_here else stamp_path(path),
+    )  # fmt: skip
+    with pytest.raises(models.ModelError, match=r"could not write the q4_0 copy .*\(No such"):
+        models.ensure_requantized("q4_0")
