@@ -132,9 +132,12 @@ def test_model_fetch_path_and_verify_name_the_requantized_file() -> None:
 
 
 def test_doctor_names_the_requantized_file_and_says_a_custom_model_is_not() -> None:
+    shipped = lsp_infer("doctor")  # on this CPU-only build: the setting is suggested
+    assert 'model.requantize "q4_0" evaluates prompts about 1.4x as fast' in shipped.stdout
     derived = lsp_infer("doctor", LSP_INFER_REQUANTIZE="q4_0")
     assert derived.returncode == 0, derived.stdout
     assert f"{models.requantized_path('q4_0')} (checked: q4_0, derived from" in derived.stdout
+    assert "evaluates prompts about 1.4x as fast" not in derived.stdout
     custom = str(models.ensure_default_model())
     as_is = lsp_infer("doctor", LSP_INFER_REQUANTIZE="q4_0", LSP_INFER_MODEL=custom)
     assert as_is.returncode == 0, as_is.stdout
