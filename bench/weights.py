@@ -1,11 +1,12 @@
 """Model speed with the embedded weights as shipped and requantized (model.requantize).
 
-Loads each file the way the server does (llama-cpp-python, n_batch 256, one thread per core)
-and measures, in the same run and interleaved so that the machine's noise hits both alike:
+Loads each file with the server's batch size (256), threads (one per core) and mapping (the
+shipped file mapped, the requantized one read), in a 2048-token context, and measures, in
+the same run and interleaved so that the machine's noise hits both alike:
   prompt   tokens/s evaluating a 512-token prompt of standard-library code, from an empty cache
   decode   tokens/s evaluating one token at a time after it (what a suggestion's decoding does)
 Figures are medians over --runs; the ratio is requantized / as shipped. Then each file is
-loaded alone in a fresh process, as the server loads it, and its resident memory read from
+loaded alone in a fresh process, mapped and read, and its resident memory read from
 /proc (VmRSS, and its anonymous and file-backed parts) after a short prompt. Quality is measured
 separately: python bench/quality.py --suite both --holes 80 --configs spmv,spmv+q4_0
 
