@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from lsp_infer import __version__, models
-from lsp_infer.config import ENV_OVERRIDES, Settings, TeamSettings, load_settings, shown_url
+from lsp_infer.config import (
+    ENV_OVERRIDES,
+    ModelSettings,
+    Settings,
+    TeamSettings,
+    load_settings,
+    shown_url,
+)
 
 if TYPE_CHECKING:
     from lsp_infer.local.llama_cpp import LoadedModel
@@ -119,11 +126,9 @@ def _check_model(checks: Checks, settings: Settings) -> bool:
         checks.ok(f"embedded default model installed ({models.DEFAULT_MODEL.description})")
     else:
         checks.note(f"custom model configured: {settings.model.path}")
-        if settings.model.requantize != "off":
-            checks.note(
-                f"model.requantize ({settings.model.requantize}) applies to the embedded "
-                "default model only: the custom model is loaded as it is"
-            )
+        ignored = models.requantize_ignored(settings.model.path, settings.model.requantize)
+        if ignored:
+            checks.note(ignored)
     text = "def add(a, b):\n    return "
     try:
         result = complete_once(settings.model, settings.completion, text, len(text))
@@ -138,13 +143,7 @@ def _check_model(checks: Checks, settings: Settings) -> bool:
     checks.ok(
         f"loaded {loaded.name} in {loaded.load_seconds:.2f}s; FIM template {loaded.template.name}"
     )
-    _report_compute(checks, loaded, settings.model.gpu_layers)
-    on_cpu = not [d for d in loaded.devices if d.kind != "cpu"]
-    if on_cpu and settings.model.path is None and loaded.resolved.requantized is None:
-        checks.note(
-            'on a CPU, model.requantize "q4_0" evaluates prompts about 1.4x as fast, for '
-            'slightly lower quality (README, "Faster weights on a CPU")'
-        )
+    _report_compute(checks, loaded, settings.model)
     suggestion = result.suggestion.text
     if "a" in suggestion and "b" in suggestion:
         checks.ok(
@@ -155,8 +154,10 @@ def _check_model(checks: Checks, settings: Settings) -> bool:
     return True
 
 
-def _report_compute(checks: Checks, loaded: LoadedModel, gpu_layers: str) -> None:
-    """Where the model runs: the build's devices and the layers offloaded (model.gpuLayers)."""
+def _report_compute(checks: Checks, loaded: LoadedModel, model: ModelSettings) -> None:
+    """Where the model runs: the build's devices and the layers offloaded (model.gpuLayers);
+    on a CPU, the faster weights the embedded model can have (model.requantize)."""
+    gpu_layers = model.gpu_layers
     gpus = [d for d in loaded.devices if d.kind != "cpu"]
     devices = ", ".join(f"{d.name} ({d.description})" for d in loaded.devices) or "unknown"
     checks.ok(f"llama.cpp devices: {devices}")
@@ -170,6 +171,11 @@ def _report_compute(checks: Checks, loaded: LoadedModel, gpu_layers: str) -> Non
             checks.bad(
                 f"model.gpuLayers is {gpu_layers}, but this build cannot offload",
                 'set model.gpuLayers to "auto", or install a GPU build',
+            )
+        if model.path is None and loaded.resolved.requantized is None:
+            checks.note(
+                'on a CPU, model.requantize "q4_0" evaluates prompts about 1.4x as fast, for '
+                'slightly lower quality (README, "Faster weights on a CPU")'
             )
         return
     offloaded = min(loaded.gpu_layers, loaded.n_layers)

@@ -220,6 +220,16 @@ def ensure_default_model(progress: Progress | None = None, *, reverify: bool = F
 REQUANTIZE_TYPES = {"q4_0": 2}  # llama_ftype: LLAMA_FTYPE_MOSTLY_Q4_0
 
 
+def requantize_ignored(path: str | None, requantize: str) -> str | None:
+    """Why model.requantize does nothing for these settings (a custom model), or None."""
+    if path is None or requantize == "off":
+        return None
+    return (
+        f"model.requantize ({requantize}) applies to the embedded default model only; "
+        "the custom model.path is loaded as it is"
+    )
+
+
 def requantized_path(kind: str) -> Path:
     return cache_dir() / DEFAULT_MODEL.file_name.replace(".gguf", f".{kind}.gguf")
 

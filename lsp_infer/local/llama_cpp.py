@@ -41,7 +41,13 @@ from lsp_infer.local.kv_cache import KEEP_AT_LEAST, KvCache
 from lsp_infer.local.kv_reuse import common_prefix
 from lsp_infer.local.kv_states import KvState, KvStates
 from lsp_infer.local.lane import ModelLane
-from lsp_infer.models import ModelError, Progress, ResolvedModel, resolve_model
+from lsp_infer.models import (
+    ModelError,
+    Progress,
+    ResolvedModel,
+    requantize_ignored,
+    resolve_model,
+)
 
 log = logging.getLogger(__name__)
 
@@ -205,12 +211,8 @@ class LlamaCppBackend:
         gpu_layers, warning = gpu_layers_for(
             settings.gpu_layers, bool(llama_cpp.llama_supports_gpu_offload())
         )
-        self.warnings = [warning] if warning else []
-        if settings.path is not None and settings.requantize != "off":
-            self.warnings.append(
-                f"model.requantize ({settings.requantize}) applies to the embedded default "
-                "model only; the custom model.path is loaded as it is"
-            )
+        ignored = requantize_ignored(settings.path, settings.requantize)
+        self.warnings = [w for w in (warning, ignored) if w]
         try:
             resolved = resolve_model(
                 settings.path, settings.sha256, progress,

@@ -7,6 +7,7 @@ client and calls :func:`initialize` with the capabilities and options it needs.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,14 @@ def server_env(**overrides: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LSP_INFER_")}
     env.update(overrides)
     return env
+
+
+def lsp_infer(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command line, as a user runs it, with these LSP_INFER_* variables (and no others)."""
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_infer", *args],
+        capture_output=True, text=True, env=server_env(**env), timeout=300,
+    )  # fmt: skip
 
 
 @pytest.fixture

@@ -4,15 +4,12 @@ clear warning and the model runs on the CPU, and `lsp-infer doctor` says so plai
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from pytest_lsp import LanguageClient
 
 from lsp_infer.config import ModelSettings
 from lsp_infer.local.llama_cpp import LlamaCppBackend
-from tests.e2e.conftest import initialize, inline_at, open_document, raw_request, server_env
+from tests.e2e.conftest import initialize, inline_at, lsp_infer, open_document, raw_request
 
 
 def load(backend: LlamaCppBackend, gpu_layers: str) -> None:
@@ -58,10 +55,7 @@ async def test_the_server_warns_once_and_answers_on_the_cpu(client: LanguageClie
 
 
 def test_doctor_says_the_build_has_no_gpu() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "lsp_infer", "doctor"], capture_output=True, text=True,
-        env=server_env(LSP_INFER_GPU_LAYERS="4"), timeout=300,
-    )  # fmt: skip
+    done = lsp_infer("doctor", LSP_INFER_GPU_LAYERS="4")
     assert "llama.cpp devices: CPU" in done.stdout
     assert "no GPU support: the model runs on the CPU" in done.stdout
     assert "model.gpuLayers is 4, but this build cannot offload" in done.stdout

@@ -6,8 +6,6 @@ loaded as it is, with one warning."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import llama_cpp
@@ -17,7 +15,7 @@ from pytest_lsp import LanguageClient
 from lsp_infer import models
 from lsp_infer.config import ModelSettings
 from lsp_infer.local.llama_cpp import LlamaCppBackend
-from tests.e2e.conftest import initialize, inline_at, open_document, raw_request, server_env
+from tests.e2e.conftest import initialize, inline_at, lsp_infer, open_document, raw_request
 
 
 def test_a_copy_that_cannot_be_written_warns_and_the_model_runs_as_shipped(
@@ -109,14 +107,6 @@ async def test_the_server_answers_from_the_requantized_model(client: LanguageCli
     stats = await raw_request(client, "lspInfer/stats", {})
     assert stats["compute"]["modelFile"] == models.requantized_path("q4_0").name
     assert not [m.message for m in client.messages if "requantize" in m.message]
-
-
-def lsp_infer(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """The command line, as a user runs it, with these LSP_INFER_* variables."""
-    return subprocess.run(
-        [sys.executable, "-m", "lsp_infer", *args],
-        capture_output=True, text=True, env=server_env(**env), timeout=300,
-    )  # fmt: skip
 
 
 def test_model_fetch_path_and_verify_name_the_requantized_file() -> None:
