@@ -96,6 +96,10 @@ class CompletionSettings:
     # An explicitly invoked request (the user asked, e.g. by cycling through suggestions) is
     # answered with up to this many distinct suggestions; typing always gets one.
     choices: int = _bounded(3, 1, 10)
+    # When the editor says the cursor rests somewhere (lspInfer/warm: after switching files or
+    # moving the cursor), evaluate the whole window's prompt there in the background, so the
+    # first suggestion there needs no cold start. Costs CPU while the user reads.
+    warm: bool = True
 
 
 @dataclass(kw_only=True)

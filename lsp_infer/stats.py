@@ -114,6 +114,7 @@ class Stats:
     type_ahead_hits: int = 0
     in_flight_hits: int = 0  # answered from a generation started for an earlier keystroke
     precompute_hits: int = 0  # answered from an idle precompute
+    warms: int = 0  # background evaluations where the editor said the cursor rests
     keystrokes: int = 0  # didChange notifications
     generations: int = 0  # model runs started
     generations_with_extra: int = 0  # ... with other files' code in the prompt

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from lsp_infer.config import CompletionSettings, ExtraContextSettings
@@ -295,6 +295,31 @@ class Completions:
             self.stats.type_ahead_ms.append(elapsed_ms)
         if answer:
             self.stats.suggested += 1
+
+    # -- the cursor at rest -------------------------------------------------------------
+
+    def warm(self, uri: str, text: str, offset: int, tuning: Tuning) -> bool:
+        """The editor says the cursor rests at ``offset`` (lspInfer/warm: a file switched to,
+        the cursor moved): evaluate the whole window's prompt there in the background, so the
+        first suggestion there reuses it instead of starting cold. Whether work was started.
+
+        The warm decodes one token: what the user will type is unknown, and its prompt is what
+        takes seconds. Its shape differs from a request's, so no request waits for it: one
+        that comes before its prompt is done supersedes it (the part done is parked and
+        resumed by the whole-window evaluation after that request's cold start), and one that
+        comes after reuses the prompt."""
+        if uri in self._flights:
+            return False  # the document's own work is under way (a request, a background run)
+        shape = Shape.of(tuning, self._extra(uri, text, offset, tuning, explicit=False))
+        if self.cache.get(CursorView.at(text, offset, shape.reach), shape.key) is not None:
+            return False  # the suggestion there is known
+        self._yield_background(uri)  # the user's attention moved here
+        self.stats.warms += 1
+        prompt_only = replace(tuning, completion=replace(tuning.completion, max_tokens=1))
+        warm_shape = Shape.of(prompt_only, shape.extra)
+        flight = Flight.at(uri, warm_shape, text, offset, precompute=True, keep_cache=True)
+        self._launch(flight, text, offset)
+        return True
 
     # -- extra context ----------------------------------------------------------------
 

@@ -37,6 +37,7 @@ class LocalTier:
         self._reported_error: str | None = None
         self._loading: asyncio.Future[None] | None = None
         self._logged_requests = -1
+        self._warm_when_ready: tuple[Snapshot, int] | None = None
 
     def configure(self, settings: Settings) -> None:
         """New settings; reloads the model if its settings changed."""
@@ -61,6 +62,14 @@ class LocalTier:
         except BackendUnavailable as exc:
             self._report_model_error(str(exc))
             return Answer("", "unavailable")
+
+    def warm(self, snapshot: Snapshot, offset: int) -> None:
+        """The cursor rests at ``offset``: evaluate the prompt there in the background, once
+        the model is loaded (before that there is nothing to warm, and no error to tell)."""
+        if self.backend.state == "ready":
+            self.completions.warm(snapshot.uri, snapshot.text, offset, self.tuning)
+        else:  # the model is loading (an editor's first file): warm there once it is ready
+            self._warm_when_ready = (snapshot, offset)
 
     # -- document events ----------------------------------------------------------------
 
@@ -136,11 +145,21 @@ class LocalTier:
             self._report_model_error(error)
         elif (loaded := self.backend.loaded) is not None:
             self.completions.forget_suggestions()
+            self._warm_after_load()
             for warning in self.backend.warnings:  # e.g. GPU layers asked of a CPU-only build
                 self._editor.show(f"lsp-infer: {warning}", "warning")
             self._editor.model_status(
                 "ready", f"{loaded.name} ({loaded.template.name}, {loaded.compute})"
             )
+
+    def _warm_after_load(self) -> None:
+        """The place the cursor rested while the model loaded, if its document has not
+        changed since (a newer place or an edit replaces it: the editor warms again)."""
+        waiting, self._warm_when_ready = self._warm_when_ready, None
+        if waiting is not None:
+            snapshot, offset = waiting
+            if self._session.is_current(snapshot.uri, snapshot.version):
+                self.completions.warm(snapshot.uri, snapshot.text, offset, self.tuning)
 
     def _report_model_error(self, error: str) -> None:
         """Tell the user once per distinct failure, not once per keystroke."""

@@ -27,6 +27,8 @@ ACCEPT_SUGGESTION = "lspInfer.acceptSuggestion"
 DID_SHOW_SUGGESTION = "lspInfer/didShowSuggestion"
 DID_PARTIALLY_ACCEPT_SUGGESTION = "lspInfer/didPartiallyAcceptSuggestion"
 DID_DISMISS_SUGGESTION = "lspInfer/didDismissSuggestion"
+# Notification from the editor: the cursor rests here, {"textDocument": {"uri"}, "position"}.
+WARM_METHOD = "lspInfer/warm"
 
 
 def encoding_from(kind: str | types.PositionEncodingKind | None) -> Encoding:
@@ -188,3 +190,19 @@ def accepted_length(params: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
+
+
+def warm_target(params: Any) -> tuple[str, int, int] | None:
+    """The uri, line and character of an ``lspInfer/warm`` notification's params; None when
+    any is missing or not of its type (a line and character are whole numbers >= 0)."""
+    document, at = _field(params, "textDocument"), _field(params, "position")
+    uri = _field(document, "uri") if document is not None else None
+    line = _field(at, "line") if at is not None else None
+    character = _field(at, "character") if at is not None else None
+    if not isinstance(uri, str) or not uri:
+        return None
+    for value in (line, character):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return None
+    assert isinstance(line, int) and isinstance(character, int)
+    return uri, line, character

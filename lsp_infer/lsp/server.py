@@ -36,6 +36,7 @@ from lsp_infer.lsp.convert import (
     REFACTOR_FILES,
     SECTION,
     STATS_METHOD,
+    WARM_METHOD,
     accepted_length,
     code_action,
     completion_list,
@@ -44,6 +45,7 @@ from lsp_infer.lsp.convert import (
     position,
     refactor_arguments,
     suggestion_id,
+    warm_target,
 )
 from lsp_infer.lsp.protocol import LspInferProtocol
 from lsp_infer.positions import PositionError, position_at
@@ -157,6 +159,27 @@ class LspInferServer(LanguageServer):
             uri, offset, texts, snapshot.text, source=answer.source, with_extra=answer.with_extra
         )
         return list(zip(texts, ids, strict=True)), where
+
+    def warm(self, params: Any) -> None:
+        """``lspInfer/warm``: the cursor rests at a place; the local tier evaluates its prompt
+        in the background. A notification gets no answer: what cannot be used is logged."""
+        target = warm_target(params)
+        if target is None:
+            log.debug("%s with malformed params: %r", WARM_METHOD, params)
+            return
+        uri, line, character = target
+        snapshot = self.session.documents.find(uri)
+        if snapshot is None:
+            log.debug("%s: document is not open: %s", WARM_METHOD, uri)
+            return
+        try:
+            offset = snapshot.offset_at(line, character, self.session.encoding)
+        except PositionError as exc:
+            log.debug("%s: %s", WARM_METHOD, exc)
+            return
+        completion = self.settings.completion
+        if completion.enabled and completion.warm and not self.session.policy().excluded(uri):
+            self.local.warm(snapshot, offset)
 
     async def _answer(self, snapshot: Snapshot, offset: int, explicit: bool) -> Answer:
         """Routing: an explicitly invoked request may go to the team model (team.completions,
@@ -309,6 +332,10 @@ def _register_completions(server: LspInferServer) -> None:
         # user asked, so these are never explicit (and never go to the team).
         items, where = await ls.suggest(params.text_document.uri, params.position)
         return completion_list(items, where)
+
+    @server.feature(WARM_METHOD)
+    def warm(ls: LspInferServer, params: Any) -> None:
+        ls.warm(params)
 
     @server.feature(DEBUG_DOCUMENT_METHOD)
     def debug_document(ls: LspInferServer, params: Any) -> dict[str, Any]:

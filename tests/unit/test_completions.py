@@ -39,6 +39,7 @@ class ScriptedBackend:
         self.prompt_seconds = prompt_seconds  # the "prompt evaluation", cancellable
         self.jobs: list[str] = []  # text before the cursor, per generation run
         self.extras: list[tuple[tuple[str, str], ...]] = []  # other files' code, per run
+        self.runs: list[CompletionJob] = []  # every job, as the backend got it
 
     async def generate(self, job: CompletionJob, cancel: CancelToken) -> Generation:
         return await self.lane.run(self._run, job, cancel)
@@ -48,6 +49,7 @@ class ScriptedBackend:
         before = job.text[: job.offset]
         self.jobs.append(before)
         self.extras.append(job.extra)
+        self.runs.append(job)
         job.progress.started_at = time.monotonic()
         while time.monotonic() < job.progress.started_at + self.prompt_seconds:
             time.sleep(0.005)
@@ -80,9 +82,11 @@ DOC = "def add(a, b):\n    return \n"
 CURSOR = DOC.index("return ") + len("return ")
 
 
-def make(script=add_script, char_seconds: float = 0.005) -> tuple[Completions, ScriptedBackend]:
+def make(
+    script=add_script, char_seconds: float = 0.005, prompt_seconds: float = 0.0
+) -> tuple[Completions, ScriptedBackend]:
     lane = ModelLane()
-    backend = ScriptedBackend(lane, script, char_seconds)
+    backend = ScriptedBackend(lane, script, char_seconds, prompt_seconds)
     return Completions(CompletionEngine(backend), lane), backend
 
 
@@ -354,3 +358,58 @@ async def test_a_background_evaluation_goes_on_while_the_user_types() -> None:
     assert not evaluation.token.cancelled and len(backend.jobs) == runs
     await requests[-1]  # the pause after the last key: it stopped the evaluation and ran
     assert evaluation.token.reason is CancelReason.SUPERSEDED and len(backend.jobs) == runs + 1
+
+
+# -- the cursor at rest (lspInfer/warm) ---------------------------------------------------
+
+
+async def test_a_warm_evaluates_the_whole_prompt_in_the_background_and_decodes_one_token() -> None:
+    completions, backend = make()
+    tuning = Tuning(SETTINGS, "m")
+    assert completions.warm("u", DOC, CURSOR, tuning)
+    await until(lambda: "u" not in completions._flights)
+    job = backend.runs[-1]
+    # The whole window (no cold-start size), kept in the cache, one token decoded.
+    assert (job.max_tokens, job.keep_cache, job.background, job.cold_seconds) == (
+        1, True, True, None,
+    )  # fmt: skip
+    assert completions.stats.warms == 1
+    # The request there is the user's own generation: a warm's output is never shown.
+    assert await completions.suggest("u", DOC, CURSOR, tuning) == "a + b"
+    assert backend.runs[-1].max_tokens == SETTINGS.max_tokens and len(backend.runs) == 2
+
+
+async def test_no_warm_where_the_suggestion_is_known_or_the_document_has_work() -> None:
+    completions, backend = make(char_seconds=0.05)
+    tuning = Tuning(SETTINGS, "m")
+    request = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, tuning))
+    await until(lambda: "u" in completions._flights)
+    assert not completions.warm("u", DOC, CURSOR, tuning)  # a request is running
+    assert await request == "a + b"
+    assert not completions.warm("u", DOC, CURSOR, tuning)  # its answer is cached there
+    assert completions.stats.warms == 0 and len(backend.runs) == 1
+
+
+async def test_a_request_supersedes_a_warm_whose_prompt_is_not_done() -> None:
+    # It does not wait for the warm: the warm's stopped part is the backend's to park.
+    completions, backend = make(prompt_seconds=2.0)
+    tuning = Tuning(SETTINGS, "m")
+    assert completions.warm("u", DOC, CURSOR, tuning)
+    warm = completions._flights["u"]
+    await asyncio.sleep(0.1)
+    request = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, tuning))
+    await until(lambda: warm.token.cancelled)
+    assert warm.token.reason is CancelReason.SUPERSEDED
+    assert await request == "a + b"
+    assert [job.max_tokens for job in backend.runs] == [1, SETTINGS.max_tokens]
+
+
+async def test_a_warm_in_another_document_stops_background_work_in_the_first() -> None:
+    completions, _backend = make(prompt_seconds=2.0)
+    tuning = Tuning(SETTINGS, "m")
+    assert completions.warm("a", DOC, CURSOR, tuning)
+    first = completions._flights["a"]
+    assert completions.warm("b", DOC, CURSOR, tuning)  # the user switched to b
+    assert first.token.reason is CancelReason.SUPERSEDED
+    assert not completions._flights["b"].token.cancelled
+    completions.shutdown()
