@@ -15,7 +15,8 @@
 //                server's start and its model. The suggestion lifecycle: "lsp-infer: Show Stats"
 //                opens the stats view (a webview with the latency chart and acceptance bars) and
 //                logs lspInfer/stats to the output channel, where the server counts exactly one
-//                accepted suggestion, at least one shown, and a shown→accepted time. Then, under
+//                accepted suggestion, at least one shown, a shown→accepted time, and at least
+//                one warm (lspInfer/warm: the cursor in the opened file). Then, under
 //                `def sub(a, b):`, Ctrl+Right (VS Code's Accept Next Word, which the extension
 //                wraps) takes the first word of the ghost text, and the server counts it as a
 //                partly accepted suggestion.
@@ -682,7 +683,7 @@ async function completionScenario(puppeteer) {
     const afterTab = await vscode.serverStats('stats-after-tab');
     log(`completion: stats view: ${JSON.stringify(afterTab.view)}`);
     const counted = Object.fromEntries(Object.entries(afterTab.stats).filter(([key]) => key.startsWith('suggestions.') && !key.includes('.by')));
-    log(`completion: lspInfer/stats suggestions after Tab: ${JSON.stringify(counted)}`);
+    log(`completion: lspInfer/stats suggestions after Tab: ${JSON.stringify(counted)}; warms ${afterTab.stats.warms}`);
     check(afterTab.view.chart && afterTab.view.bars >= 1, `the stats view has no latency chart or acceptance bars: ${JSON.stringify(afterTab.view)}`);
     check(afterTab.stats['suggestions.accepted'] === 1, `the server does not count exactly one accepted suggestion: ${JSON.stringify(counted)}`);
     check(afterTab.stats['suggestions.shown'] >= 1, `the server counts no shown suggestion: ${JSON.stringify(counted)}`);
@@ -692,6 +693,9 @@ async function completionScenario(puppeteer) {
       `characters accepted (${afterTab.stats['suggestions.charactersAccepted']}) is less than what Tab inserted (${JSON.stringify(inserted)})`,
     );
     check(afterTab.stats['latencyByMinute.bucketSeconds'] === 60, 'lspInfer/stats has no latency per minute');
+    // Opening the file put the cursor in it: the extension sent lspInfer/warm, and the server
+    // evaluated that place's prompt (once the model was loaded).
+    check(afterTab.stats.warms >= 1, `the server counts no warm (lspInfer/warm) after the file was opened: ${afterTab.stats.warms}`);
 
     // A partial accept: Ctrl+Right (Accept Next Word, through the extension's command).
     await vscode.openFile('arith.py');

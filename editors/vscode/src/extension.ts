@@ -56,6 +56,10 @@ import { initialState, reduce, render, type StatusEvent, type StatusState, sugge
 const CLIENT_ID = 'lspInfer'; // also the prefix of the `lspInfer.trace.server` setting
 const CLIENT_NAME = 'lsp-infer';
 const STATUS_NOTIFICATION = 'lspInfer/status';
+/** Client → server: the cursor rests here; evaluate the prompt for it in the background. */
+export const WARM_NOTIFICATION = 'lspInfer/warm';
+/** The documents the client syncs to the server (its documentSelector). */
+const DOCUMENT_SELECTOR = [{ scheme: 'file' }, { scheme: 'untitled' }];
 const API_KEY_SECRET = 'lspInfer.team.apiKey';
 const LAST_INSTRUCTION = 'lspInfer.lastInstruction';
 const OPEN_SETTINGS = 'Open Settings';
@@ -91,6 +95,8 @@ export interface ExtensionOptions {
 
 /** Wait after a failure before reporting it, so that the server's last stderr lines are read. */
 const SETTLE_MS = 200;
+/** A cursor moved without an edit is warmed once it has stayed put this long. */
+export const WARM_DEBOUNCE_MS = 400;
 /** The stats view asks the server again this often while it is visible. */
 const STATS_REFRESH_MS = 10_000;
 /** VS Code's own partial accepts, which the extension's commands run and then report. */
@@ -136,6 +142,12 @@ export class Extension implements vscode.Disposable {
   private readonly tracker = new SuggestionTracker();
   private statsPanel: vscode.WebviewPanel | undefined;
   private cancelStatsRefresh: (() => void) | undefined;
+  /** The pending lspInfer/warm of a cursor that moved (one timer, restarted on every move). */
+  private cancelWarm: (() => void) | undefined;
+  /** The active document's version at its previous selection event (or when it became active). */
+  private selectionBaseline: { uri: string; version: number } | undefined;
+  /** The last lspInfer/warm sent (uri, version, line, character), so that none is sent twice. */
+  private lastWarm: string | undefined;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -167,7 +179,11 @@ export class Extension implements vscode.Disposable {
     register(COMMANDS.acceptNextLine, () => this.acceptNext('line'));
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
-      vscode.window.onDidChangeActiveTextEditor((editor) => this.report(this.tracker.focused(editor?.document.uri.toString()))),
+      vscode.window.onDidChangeActiveTextEditor((editor) => {
+        this.report(this.tracker.focused(editor?.document.uri.toString()));
+        this.onActiveEditorChanged(editor);
+      }),
+      vscode.window.onDidChangeTextEditorSelection((event) => this.onSelectionChanged(event)),
       vscode.workspace.onDidCloseTextDocument((document) => this.report(this.tracker.left(document.uri.toString()))),
       this.context.secrets.onDidChange(async (event) => {
         if (event.key === API_KEY_SECRET) {
@@ -275,6 +291,7 @@ export class Extension implements vscode.Disposable {
     const generation = ++this.generation;
     this.hint = undefined;
     this.tracker.reset();
+    this.lastWarm = undefined; // a new server has nothing warm yet
     this.dispatch({ type: 'serverStarting' });
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
     const workspaceFolder = folder?.scheme === 'file' ? folder.fsPath : undefined;
@@ -319,6 +336,11 @@ export class Extension implements vscode.Disposable {
     try {
       await client.start();
       this.output.info(`Settings sent to the server: ${JSON.stringify(redactSettings(this.serverSettings()))}`);
+      // The file open when the server starts: the server warms it once the model is loaded.
+      const editor = vscode.window.activeTextEditor;
+      if (editor !== undefined) {
+        this.warm(editor);
+      }
     } catch (error) {
       this.output.error(`The server did not start: ${errorMessage(error)}`);
       void this.serverFailed(generation, `the server did not start (${errorMessage(error)})`);
@@ -327,7 +349,7 @@ export class Extension implements vscode.Disposable {
 
   private clientOptions(generation: number): LanguageClientOptions {
     return {
-      documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
+      documentSelector: DOCUMENT_SELECTOR,
       outputChannel: this.output,
       traceOutputChannel: this.output,
       // Failed requests are logged, never popped up (one per keystroke would be unbearable).
@@ -629,6 +651,82 @@ export class Extension implements vscode.Disposable {
     }
   }
 
+  // -- warming the prompt where the cursor rests --------------------------------------------
+
+  /** Switched files: warm the new editor's cursor at once. */
+  private onActiveEditorChanged(editor: vscode.TextEditor | undefined): void {
+    this.cancelWarm?.();
+    this.cancelWarm = undefined;
+    const document = editor?.document;
+    this.selectionBaseline = document === undefined ? undefined : { uri: document.uri.toString(), version: document.version };
+    if (editor !== undefined) {
+      this.warm(editor);
+    }
+  }
+
+  /**
+   * The cursor moved: warm it once it has rested for WARM_DEBOUNCE_MS, unless an edit moved it.
+   *
+   * An edit is told apart by the document's version, not by `event.kind`: typing reports
+   * `Keyboard` like an arrow key does (and undo, paste, formatting come as `undefined` or
+   * `Command`, like a go-to-definition). VS Code sends a document's change before the selection
+   * change it causes, so a version that differs from the one at the previous selection event of
+   * this document (or when its editor became active) means the move came with an edit: the
+   * keystroke's own inline completion request already evaluates the prompt there, and a pending
+   * warm is dropped (typing has started). A move without an edit restarts the one timer.
+   */
+  private onSelectionChanged(event: vscode.TextEditorSelectionChangeEvent): void {
+    const editor = event.textEditor;
+    if (editor !== vscode.window.activeTextEditor) {
+      return; // another visible editor (a split, a peek): not where the user is
+    }
+    const document = editor.document;
+    const uri = document.uri.toString();
+    const previous = this.selectionBaseline;
+    this.selectionBaseline = { uri, version: document.version };
+    this.cancelWarm?.();
+    this.cancelWarm = undefined;
+    const version = document.version;
+    if (previous !== undefined && previous.uri === uri && previous.version !== version) {
+      return; // moved by an edit
+    }
+    this.cancelWarm = this.schedule(() => {
+      this.cancelWarm = undefined;
+      // Still the active editor, and not edited meanwhile (then typing took over).
+      if (editor === vscode.window.activeTextEditor && document.version === version) {
+        this.warm(editor);
+      }
+    }, WARM_DEBOUNCE_MS);
+  }
+
+  /** `lspInfer/warm` for the editor's cursor: synced documents, a running server, once per place. */
+  private warm(editor: vscode.TextEditor): void {
+    const client = this.client;
+    const document = editor.document;
+    if (client === undefined || !client.isRunning() || !this.state.enabled || this.disposed) {
+      return;
+    }
+    if (vscode.languages.match(DOCUMENT_SELECTOR, document) === 0) {
+      return; // not synced to the server (another scheme): it would not know the document
+    }
+    if (vscode.workspace.getConfiguration(SECTION, document.uri).get<boolean>('completion.warm', true) === false) {
+      return; // the server would ignore it (it gets the same setting)
+    }
+    const position = editor.selection.active;
+    const key = JSON.stringify([document.uri.toString(), document.version, position.line, position.character]);
+    if (key === this.lastWarm) {
+      return;
+    }
+    this.lastWarm = key;
+    const params = {
+      textDocument: client.code2ProtocolConverter.asTextDocumentIdentifier(document),
+      position: client.code2ProtocolConverter.asPosition(position),
+    };
+    client.sendNotification(WARM_NOTIFICATION, params).catch((error: unknown) => {
+      this.output.debug(`Could not send ${WARM_NOTIFICATION}: ${errorMessage(error)}`);
+    });
+  }
+
   // -- the suggestion lifecycle -------------------------------------------------------------
 
   /** Tell the server what became of its suggestions (notifications; nothing waits for them). */
@@ -752,6 +850,8 @@ export class Extension implements vscode.Disposable {
     this.disposed = true;
     this.cancelRestart?.();
     this.cancelStatsRefresh?.();
+    this.cancelWarm?.();
+    this.cancelWarm = undefined;
     this.statsPanel?.dispose();
     await this.queue.catch(() => undefined);
     await this.stopClient();

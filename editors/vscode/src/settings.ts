@@ -192,6 +192,12 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     description: 'Most suggestions offered when you ask for them (Alt+] / Alt+[ cycle through them: the first press asks the server); a suggestion shown while typing is always one.',
   },
   {
+    key: 'completion.warm',
+    type: 'boolean',
+    default: true,
+    description: 'Evaluate the prompt where the cursor rests (after switching files or moving the cursor) in the background, so the first suggestion there is fast and uses the whole window. Costs CPU while idle; off: only typing starts the model.',
+  },
+  {
     key: 'context.enabled',
     type: 'boolean',
     default: true,

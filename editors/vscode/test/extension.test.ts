@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import * as lc from './fakes/languageclient';
-import { FakeDocument, FakeVscode, Position, Uri } from './fakes/vscode';
+import { FakeDocument, FakeEditor, FakeVscode, Position, TextEditorSelectionChangeKind as Kind, Uri } from './fakes/vscode';
 
 const ROOT = path.join(__dirname, '..', '..');
 const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
@@ -599,5 +599,144 @@ describe('the suggestion lifecycle', () => {
     assert.notEqual(second, client);
     fake.documentClosed.fire({ uri: document.uri });
     assert.deepEqual(lifecycle(second), [], 'the old server\'s ids are not sent to the new one');
+  });
+});
+
+describe('warming the prompt where the cursor rests (lspInfer/warm)', () => {
+  const TEXT = 'import os\n\ndef add(a, b):\n    return a + b\n';
+  const warms = (client: lc.LanguageClient) => client.notifications.filter((n) => n.method === 'lspInfer/warm');
+  const warm = (uri: string, line: number, character: number) => ({ method: 'lspInfer/warm', params: { textDocument: { uri }, position: { line, character } } });
+  const editorOf = (uri: Uri, line = 0, character = 0) => new FakeEditor(new FakeDocument(uri, TEXT), new Position(line, character));
+  const A = 'file:///work/proj/a.py';
+  /** The pending warm timers (the extension keeps one at most). */
+  const pending = () => timers.filter((t) => t.ms === loaded.WARM_DEBOUNCE_MS);
+  /** The cursor rests: run the warm timer. */
+  async function rest(): Promise<void> {
+    const [timer] = pending();
+    assert.ok(timer, 'a warm is pending');
+    timers = timers.filter((t) => t !== timer);
+    timer.run();
+    await flush();
+  }
+
+  test('switching to an editor of a synced document warms its cursor at once, once', async () => {
+    serverExists();
+    const client = await activate();
+    const a = editorOf(Uri.file('/work/proj/a.py'), 3, 4);
+    fake.switchTo(a);
+    assert.deepEqual(warms(client), [warm(A, 3, 4)]);
+    fake.switchTo(undefined);
+    fake.switchTo(a);
+    assert.equal(warms(client).length, 1, 'the same place of the same version: not again');
+    const untitled = editorOf(Uri.parse('untitled:Untitled-1'), 0, 2);
+    fake.switchTo(untitled);
+    assert.deepEqual(warms(client).at(-1), warm('untitled:/Untitled-1', 0, 2));
+    assert.equal(pending().length, 0, 'a switch sends at once, no timer');
+  });
+
+  test('the active editor when the server starts is warmed', async () => {
+    serverExists();
+    const a = editorOf(Uri.file('/work/proj/a.py'), 2, 1);
+    fake.activeTextEditor = a;
+    const client = await activate();
+    assert.deepEqual(warms(client), [warm(A, 2, 1)]);
+  });
+
+  test('a cursor moved without an edit is warmed once it rests (one timer, restarted on every move)', async () => {
+    serverExists();
+    const client = await activate();
+    const a = editorOf(Uri.file('/work/proj/a.py'));
+    fake.switchTo(a);
+    assert.equal(warms(client).length, 1);
+    fake.moveCursor(a, new Position(1, 0), Kind.Keyboard);
+    fake.moveCursor(a, new Position(2, 3), Kind.Mouse);
+    fake.moveCursor(a, new Position(3, 11), Kind.Command);
+    assert.equal(pending().length, 1, 'one timer');
+    assert.ok(loaded.WARM_DEBOUNCE_MS >= 300 && loaded.WARM_DEBOUNCE_MS <= 500);
+    assert.equal(warms(client).length, 1, 'nothing before the cursor rests');
+    await rest();
+    assert.deepEqual(warms(client), [warm(A, 0, 0), warm(A, 3, 11)], 'only where it came to rest');
+    fake.moveCursor(a, new Position(3, 11), Kind.Mouse);
+    await rest();
+    assert.equal(warms(client).length, 2, 'the same place again: not sent twice');
+  });
+
+  test('a cursor moved by an edit (typing) is not warmed, and typing drops a pending warm', async () => {
+    serverExists();
+    const client = await activate();
+    const a = editorOf(Uri.file('/work/proj/a.py'), 3, 16);
+    fake.switchTo(a);
+    fake.moveCursor(a, new Position(3, 15));
+    assert.equal(pending().length, 1);
+    fake.type(a, ' ');
+    assert.equal(pending().length, 0, 'typing started: the pending warm is dropped');
+    fake.type(a, 'c');
+    fake.moveCursor(a, new Position(3, 17), undefined); // e.g. an undo: version changed, kind undefined
+    a.document.version += 1;
+    fake.moveCursor(a, new Position(3, 16), Kind.Command);
+    assert.equal(pending().length, 0);
+    assert.equal(warms(client).length, 1, 'only the switch');
+    // Then an arrow key without an edit: warmed, at the document's new version.
+    fake.moveCursor(a, new Position(0, 0), Kind.Keyboard);
+    await rest();
+    assert.deepEqual(warms(client).at(-1), warm(A, 0, 0));
+  });
+
+  test('documents the client does not sync, and editors other than the active one, are not warmed', async () => {
+    serverExists();
+    const client = await activate();
+    const git = editorOf(Uri.parse('git:/work/proj/a.py'), 1, 1);
+    fake.switchTo(git);
+    fake.moveCursor(git, new Position(2, 0));
+    await rest();
+    assert.deepEqual(warms(client), [], 'not in the documentSelector');
+    const a = editorOf(Uri.file('/work/proj/a.py'));
+    fake.moveCursor(a, new Position(2, 0)); // a visible editor that is not the active one
+    assert.equal(pending().length, 0);
+    assert.deepEqual(warms(client), []);
+  });
+
+  test('nothing is sent while the server is not running, with completions off or completion.warm off', async () => {
+    serverExists();
+    const client = await activate();
+    const a = editorOf(Uri.file('/work/proj/a.py'), 1, 0);
+    client.state = lc.State.Starting;
+    fake.switchTo(a);
+    fake.moveCursor(a, new Position(2, 0));
+    await rest();
+    assert.deepEqual(warms(client), [], 'not running');
+    client.state = lc.State.Running;
+    fake.set('lspInfer.completion.enabled', false);
+    fake.moveCursor(a, new Position(2, 1));
+    await rest();
+    fake.set('lspInfer.completion.enabled', true);
+    fake.set('lspInfer.completion.warm', false);
+    fake.moveCursor(a, new Position(2, 2));
+    await rest();
+    assert.deepEqual(warms(client), [], 'off');
+    fake.set('lspInfer.completion.warm', true);
+    fake.moveCursor(a, new Position(2, 3));
+    await rest();
+    assert.deepEqual(warms(client), [warm(A, 2, 3)]);
+    // A restarted server has nothing warm: the same place is sent to it again.
+    await fake.commands.get('lsp-infer.restartServer')!();
+    const second = lc.clients.at(-1)!;
+    fake.switchTo(a);
+    assert.deepEqual(warms(second), [warm(A, 2, 3)]);
+  });
+
+  test('deactivation drops a pending warm and the listeners', async () => {
+    serverExists();
+    const client = await activate();
+    const a = editorOf(Uri.file('/work/proj/a.py'));
+    fake.switchTo(a);
+    fake.moveCursor(a, new Position(1, 0));
+    assert.equal(pending().length, 1);
+    await loaded.deactivate();
+    assert.equal(pending().length, 0);
+    fake.moveCursor(a, new Position(2, 0));
+    fake.switchTo(editorOf(Uri.file('/work/proj/b.py')));
+    assert.equal(pending().length, 0);
+    assert.equal(warms(client).length, 1);
   });
 });

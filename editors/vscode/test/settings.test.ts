@@ -176,6 +176,7 @@ describe('settings table', () => {
     expect('model.fimOrder', { default: 'auto', enum: ['auto', 'psm', 'spm', 'spmv'] });
     expect('completion.suffixTokens', { default: 128, minimum: 0, maximum: 16384 });
     expect('completion.precompute', { default: true, type: 'boolean' });
+    expect('completion.warm', { default: true, type: 'boolean' });
     expect('team.url', { default: '', nullAs: 'emptyString' });
     expect('team.model', { default: '', nullAs: 'emptyString' });
     expect('team.api', { default: 'chat', enum: ['chat', 'completions'] });

@@ -59,6 +59,11 @@ export class LanguageClient {
   readonly stateListeners: ((event: { oldState: State; newState: State }) => void)[] = [];
   readonly requests: { method: string; params: unknown }[] = [];
   readonly notifications: { method: string; params: unknown }[] = [];
+  /** The real client's converter, for the two conversions the extension uses (UTF-16 positions). */
+  readonly code2ProtocolConverter = {
+    asTextDocumentIdentifier: (document: { uri: { toString(): string } }) => ({ uri: document.uri.toString() }),
+    asPosition: (position: { line: number; character: number }) => ({ line: position.line, character: position.character }),
+  };
   /** initializationOptions as evaluated at each start. */
   readonly initializationOptions: unknown[] = [];
 

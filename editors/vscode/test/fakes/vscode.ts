@@ -62,6 +62,7 @@ export class FakeDocument {
   constructor(
     readonly uri: Uri,
     public text: string,
+    readonly languageId = 'python',
   ) {}
   offsetAt(position: Position): number {
     const lines = this.text.split('\n');
@@ -116,6 +117,38 @@ export class FakePanel {
   }
 }
 
+interface DocumentFilter {
+  scheme?: string;
+  language?: string;
+}
+
+/** vscode.languages.match for filters of scheme and language (10 when one matches, else 0). */
+export function match(selector: string | DocumentFilter | readonly (string | DocumentFilter)[], document: { uri: Uri; languageId?: string }): number {
+  const filters = Array.isArray(selector) ? selector : [selector];
+  const matches = (filter: string | DocumentFilter) =>
+    typeof filter === 'string'
+      ? filter === document.languageId
+      : (filter.scheme === undefined || filter.scheme === document.uri.scheme) && (filter.language === undefined || filter.language === document.languageId);
+  return filters.some(matches) ? 10 : 0;
+}
+
+export enum TextEditorSelectionChangeKind {
+  Keyboard = 1,
+  Mouse = 2,
+  Command = 3,
+}
+
+/** An editor over a FakeDocument, its cursor at `active`. */
+export class FakeEditor {
+  selection: { active: Position };
+  constructor(
+    readonly document: FakeDocument,
+    active: Position = new Position(0, 0),
+  ) {
+    this.selection = { active };
+  }
+}
+
 export class ThemeColor {
   constructor(readonly id: string) {}
 }
@@ -162,6 +195,7 @@ export class FakeVscode {
   readonly statusItem = { name: '', text: '', tooltip: '' as unknown, command: undefined as unknown, backgroundColor: undefined as ThemeColor | undefined, visible: false, show() { this.visible = true; }, hide() { this.visible = false; }, dispose() {} };
   readonly configChanged = new EventEmitter<{ affectsConfiguration(section: string): boolean }>();
   readonly activeEditorChanged = new EventEmitter<unknown>();
+  readonly selectionChanged = new EventEmitter<{ textEditor: unknown; selections: unknown[]; kind: TextEditorSelectionChangeKind | undefined }>();
   readonly documentClosed = new EventEmitter<{ uri: Uri }>();
   readonly documentChanged = new EventEmitter<{ document: unknown; contentChanges: unknown[] }>();
   readonly panels: FakePanel[] = [];
@@ -178,6 +212,28 @@ export class FakeVscode {
       }
     }
     this.module = this.build();
+  }
+
+  /** Make `editor` the active one, as switching to its tab does. */
+  switchTo(editor: FakeEditor | undefined): void {
+    this.activeTextEditor = editor;
+    this.activeEditorChanged.fire(editor);
+  }
+
+  /** Move the cursor of `editor` (kind: how; an edit moves it with the version already bumped). */
+  moveCursor(editor: FakeEditor, active: Position, kind: TextEditorSelectionChangeKind | undefined = TextEditorSelectionChangeKind.Keyboard): void {
+    editor.selection = { active };
+    this.selectionChanged.fire({ textEditor: editor, selections: [editor.selection], kind });
+  }
+
+  /** Type `text` at the cursor the way VS Code reports it: the document change, then the cursor move. */
+  type(editor: FakeEditor, text: string): void {
+    const document = editor.document;
+    const offset = document.offsetAt(editor.selection.active);
+    document.text = document.text.slice(0, offset) + text + document.text.slice(offset);
+    document.version += 1;
+    this.documentChanged.fire({ document, contentChanges: [{ text }] });
+    this.moveCursor(editor, document.positionAt(offset + text.length));
   }
 
   /** Write a setting the way the settings editor would, firing onDidChangeConfiguration. */
@@ -251,9 +307,12 @@ export class FakeVscode {
       StatusBarAlignment,
       Position,
       Range,
+      TextEditorSelectionChangeKind,
+      languages: { match },
       ViewColumn: { Active: -1, Beside: -2, One: 1 },
       window: {
         onDidChangeActiveTextEditor: this.activeEditorChanged.event,
+        onDidChangeTextEditorSelection: this.selectionChanged.event,
         createWebviewPanel: (viewType: string, title: string, _column: unknown, options: unknown) => {
           const panel = new FakePanel(viewType, title, options);
           fake.panels.push(panel);
