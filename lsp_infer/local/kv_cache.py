@@ -2,8 +2,9 @@
 
 Before a prompt is evaluated, ``prepare`` makes the cache hold as much of the prompt's start
 as it can: the tokens it shares with what the cache holds, runs further on shifted into place
-(kv_reuse.py), or — when the document's kept state (kv_states.py) shares more — that state,
-copied back in. When another document's prompt is about to replace the cache, the cache is
+(kv_reuse.py), or — when one of the document's kept states (kv_states.py: its prompt as the
+cache last held it, or the part a stopped background evaluation did) shares more — that
+state, copied back in. When another document's prompt is about to replace the cache, the cache is
 first copied out under the document it belongs to, so coming back to that file costs a copy
 (milliseconds) instead of the whole prompt (seconds). Runs on the model lane only.
 """
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsp_infer.local.kv_reuse import ReusePlan, common_prefix, plan_reuse
-from lsp_infer.local.kv_states import KvState, KvStates
+from lsp_infer.local.kv_states import Kind, KvState, KvStates
 
 log = logging.getLogger(__name__)
 
@@ -58,30 +59,51 @@ class KvCache:
             return plan_reuse(cached, prompt)
         return ReusePlan(common_prefix(cached, prompt))
 
-    def reusable(self, document: str, prompt: Sequence[int]) -> int:
-        """How many of ``prompt``'s tokens ``prepare`` would find evaluated (changes nothing)."""
+    def _best_kept(
+        self, document: str, prompt: Sequence[int], kinds: Sequence[Kind] = ("live", "parked")
+    ) -> tuple[Kind, KvState, ReusePlan] | None:
+        """The document's kept state that holds the most of ``prompt``: its prompt as the
+        cache last held it, or the part a stopped background evaluation did (parked), which
+        serves a request too (a warm stopped by the first suggestion's request)."""
+        best: tuple[Kind, KvState, ReusePlan] | None = None
+        for kind in kinds if document else ():
+            kept = self.states.get(document, kind, self.model)
+            if kept is not None:
+                plan = self._plan(kept.tokens, prompt)
+                if best is None or plan.reused > best[2].reused:
+                    best = (kind, kept, plan)
+        return best
+
+    def reusable(
+        self, document: str, prompt: Sequence[int], kinds: Sequence[Kind] = ("live", "parked")
+    ) -> int:
+        """How many of ``prompt``'s tokens ``prepare`` would find evaluated (changes nothing);
+        ``kinds``: which of the document's kept states count."""
         live = self._plan(self.tokens(), prompt).reused
-        kept = self.states.get(document, "live", self.model) if document else None
-        return max(live, self._plan(kept.tokens, prompt).reused if kept else 0)
+        best = self._best_kept(document, prompt, kinds)
+        return max(live, best[2].reused if best else 0)
 
     def prepare(self, document: str, prompt: Sequence[int]) -> int:
         """Make the cache hold as much of ``prompt``'s start as it can; the tokens it holds.
         The cache then belongs to ``document``."""
         live_plan = self._plan(self.tokens(), prompt)
-        kept = self.states.get(document, "live", self.model) if document else None
-        kept_plan = self._plan(kept.tokens, prompt) if kept is not None else None
+        best = self._best_kept(document, prompt)
         if self.owner != document:
             self._save_live(len(self.tokens()) - live_plan.reused)
-            if document in self._seen and kept is None and self.states.enabled:
+            has_live = self.states.get(document, "live", self.model) is not None
+            if document in self._seen and not has_live and self.states.enabled:
                 self.states.stats.misses += 1
         plan = live_plan
-        if kept and kept_plan and kept_plan.reused >= live_plan.reused + KEEP_AT_LEAST:
+        if best is not None and best[2].reused >= live_plan.reused + KEEP_AT_LEAST:
+            kind, kept, kept_plan = best
             if self.restore(kept):
                 plan = kept_plan
                 self.states.stats.restores += 1
+                if kind == "parked":  # now the cache's own: kept again as live if need be
+                    self.states.drop(document, "parked")
             else:  # never a wrong answer: the prompt is evaluated afresh
                 plan = ReusePlan(0)
-                self.states.drop(document, "live")
+                self.states.drop(document, kind)
                 self.states.stats.failures += 1
         self._apply(plan)
         if document:

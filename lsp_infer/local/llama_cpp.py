@@ -576,7 +576,7 @@ class LlamaCppBackend:
         of its prompt."""
         assert self.cache is not None
         cache = self.cache
-        reused = cache.reusable(job.document, tokens)
+        reused = cache.reusable(job.document, tokens, kinds=("live",))
         parked = cache.states.take(job.document, "parked", cache.model)
         done = common_prefix(parked.tokens, tokens) if parked is not None else 0
         resume = done >= reused + KEEP_AT_LEAST

@@ -339,3 +339,49 @@ def test_a_cold_start_window_keeps_the_suffixs_share(switching: LlamaCppBackend)
     # cursor than before it, the prefix being cut back to a line that is a multiple of 8).
     share = [(text.count("# before "), text.count("# after ")) for text in (whole, cold)]
     assert all(before > after > 0 for before, after in share), share
+
+
+def test_a_request_carries_on_from_a_stopped_background_evaluation(
+    switching: LlamaCppBackend,
+) -> None:
+    # A warm (a background evaluation of the whole window) stopped near the end of its prompt
+    # by the first suggestion's request: the request evaluates only the rest of the whole
+    # window, from the parked part, where it would otherwise have got a cold start's window.
+    uri, text = "file:///parked.py", OTHER + "def total(values):\n    "
+    backend, speed = switching, 100.0
+    generate(backend, doc_job("file:///second.py", SECOND))  # the cache holds another file
+    background = dataclasses.replace(doc_job(uri, text), keep_cache=True, background=True)
+    token = CancelToken()
+
+    def stop_near_the_end() -> None:
+        while backend._llm.n_tokens < 384 and not background.progress.prompt_done_at:
+            time.sleep(0.001)
+        token.cancel(CancelReason.SUPERSEDED)
+
+    threading.Thread(target=stop_near_the_end, daemon=True).start()
+    with pytest.raises(Cancelled):
+        backend.lane.run_blocking(backend.generate_blocking, background, token)
+    total = background.progress.prompt_tokens
+    # The part done is parked, and the cache holds the other file's prompt again.
+    assert total > 480 and backend.states.get(uri, "parked", backend.cache.model)  # type: ignore[union-attr]
+
+    def request() -> CompletionJob:  # 150 tokens affordable: far less than the whole window
+        backend.prompt_speed = speed
+        return dataclasses.replace(doc_job(uri, text), cold_seconds=150 / speed)
+
+    warmed = request()
+    answer = generate(backend, warmed)
+    assert warmed.progress.prompt_tokens == total  # the whole window, not a smaller one
+    assert warmed.progress.prompt_tokens_reused >= 384
+    assert backend.states.get(uri, "parked", backend.cache.model) is None  # type: ignore[union-attr]
+    # The same request with nothing kept gets a cold start's window; the whole window
+    # evaluated afresh gives the answer the parked part did.
+    backend.states.drop(uri)
+    backend.lane.run_blocking(backend.cache.clear)  # type: ignore[union-attr]
+    cold = request()
+    generate(backend, cold)
+    assert cold.progress.prompt_tokens < total - 100
+    backend.states.drop(uri)
+    backend.lane.run_blocking(backend.cache.clear)  # type: ignore[union-attr]
+    fresh = doc_job(uri, text)
+    assert generate(backend, fresh) == answer and fresh.progress.prompt_tokens_reused == 0
