@@ -59,6 +59,7 @@ def test_native_ghost_text_accept_word_then_all(
     stats = editor.stats()
     assert stats is not None
     assert stats["requests"] >= 2 and stats["answered"] >= 2, stats
+    assert stats["warms"] >= 1, stats  # the opened file's cursor was warmed (lspInfer/warm)
     # The lifecycle: shown, a word of it, then its rest with <Tab>: one suggestion, accepted.
     counts = stats["suggestions"]
     assert counts["accepted"] == 1 and counts["shown"] >= 1, counts

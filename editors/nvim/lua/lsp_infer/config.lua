@@ -20,6 +20,8 @@ local M = {}
 ---@field fallback "auto"|boolean     "auto": native inline completion on 0.12+, else the fallback
 ---@field debounce_ms integer         the fallback's delay after a keystroke
 ---@field notify_failed boolean       vim.notify when the model fails to load
+---@field warm boolean                send lspInfer/warm where the cursor comes to rest
+---@field warm_ms integer             how long the cursor must stay still before that
 
 ---@type lsp_infer.Options
 M.defaults = {
@@ -45,6 +47,8 @@ M.defaults = {
   fallback = "auto",
   debounce_ms = 150,
   notify_failed = true,
+  warm = true,
+  warm_ms = 400,
 }
 
 ---@type lsp_infer.Options
@@ -63,12 +67,17 @@ function M.set(opts)
     debounce_ms = { "number" },
     root_markers = { "table" },
     notify_failed = { "boolean" },
+    warm = { "boolean" },
+    warm_ms = { "number" },
   }
   for key, types in pairs(expected) do
     if opts[key] ~= nil and not vim.tbl_contains(types, type(opts[key])) then
       error(("lsp_infer: %s must be a %s, not %s"):format(key, table.concat(types, " or "),
         type(opts[key])))
     end
+  end
+  if opts.warm_ms ~= nil and opts.warm_ms < 0 then
+    error("lsp_infer: warm_ms must not be negative")
   end
   if opts.fallback ~= nil and opts.fallback ~= "auto" and type(opts.fallback) ~= "boolean" then
     error('lsp_infer: fallback must be "auto", true or false')

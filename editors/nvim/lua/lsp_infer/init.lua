@@ -151,12 +151,16 @@ end
 
 -- -- attaching ----------------------------------------------------------------------------
 
---- LspAttach for a client named "lsp_infer": keymaps, and native or fallback ghost text.
+--- LspAttach for a client named "lsp_infer": keymaps, native or fallback ghost text, and
+--- lspInfer/warm where the cursor rests (warm.lua).
 ---@param client vim.lsp.Client
 ---@param bufnr integer
 function M.on_attach(client, bufnr)
   set_keymaps(bufnr)
   local path = config.path()
+  if path ~= "none" then
+    require("lsp_infer.warm").attach(bufnr)
+  end
   if path == "native" then
     require("lsp_infer.native").attach(bufnr)
   elseif path == "fallback" then
@@ -199,6 +203,7 @@ function M.install_autocmds()
       local client = vim.lsp.get_client_by_id(args.data and args.data.client_id or -1)
       if client and client.name == util.name then
         require("lsp_infer.fallback").detach(args.buf)
+        require("lsp_infer.warm").detach(args.buf)
       end
     end,
   })
