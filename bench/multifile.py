@@ -11,6 +11,9 @@ typing   A typist retypes function bodies from the standard library into their r
          at least --pause-ms after the last key; every --read-every lines a reading pause of
          --read-ms. With --switch-every N the typist moves to the next file every N lines
          (round robin, all files open as tabs); 0 types each file to the end in turn.
+         On coming into a file the typist looks for --look-ms before the first key; a
+         warming client (config "warm") sends lspInfer/warm for its cursor as it arrives,
+         as the editor plugins do on a switch.
          Each pause is timed from the last keystroke to the answer, and counted as the first
          in its file, the first after switching back into a file, or one in the same file.
 switch   The issue's round trip, three times at new places: a suggestion in file A, one in
@@ -24,6 +27,7 @@ smaller window (completion.coldStartMs), of all generations.
     python bench/multifile.py                              # both parts, cache off and on
     python bench/multifile.py --switch-every 0 --parts typing --configs on   # one file at a time
     python bench/multifile.py --configs on,q4_0   # as shipped vs model.requantize q4_0
+    python bench/multifile.py --parts typing --configs on,warm --look-ms 2000  # lspInfer/warm
 """
 
 from __future__ import annotations
@@ -57,7 +61,9 @@ CONFIGS = {
     "off": {"model": {"stateCacheMb": 0}},
     "on": {},
     "q4_0": {"model": {"requantize": "q4_0"}},  # the cache on, the model requantized
+    "warm": {},  # the cache on, and the client sends lspInfer/warm on a switch
 }
+WARMING = {"warm"}  # the configurations whose client warms
 
 
 @dataclass
@@ -96,6 +102,10 @@ class Typist:
     pending: int | None = None
     last_key: float = 0.0
     keystrokes: int = 0
+
+    def position(self, file: File) -> dict[str, int]:
+        """The cursor, as an LSP position."""
+        return self._position(file, file.offset)
 
     def _position(self, file: File, offset: int) -> dict[str, int]:
         before = file.text[:offset]
@@ -160,7 +170,7 @@ def start(options: dict[str, Any]) -> RawServer:
     return server
 
 
-def typing(args: argparse.Namespace, options: dict[str, Any]) -> Run:
+def typing(args: argparse.Namespace, options: dict[str, Any], warming: bool = False) -> Run:
     files = [
         load_file(module, signature, index, args.lines)
         for index, (module, signature) in enumerate(FUNCTIONS[: args.files])
@@ -179,6 +189,11 @@ def typing(args: argparse.Namespace, options: dict[str, Any]) -> Run:
             current = (current + 1) % len(files)
             continue
         kind = "first" if not file.visited else "return" if file is not previous else "same"
+        if file is not previous:  # coming into the file: the cursor rests while the user looks
+            if warming:
+                server.notify("lspInfer/warm", {"textDocument": {"uri": file.uri},
+                                                "position": typist.position(file)})  # fmt: skip
+            time.sleep(args.look_ms / 1000)
         file.visited, previous = True, file
         burst = args.switch_every or len(file.lines)
         for _ in range(min(burst, len(file.lines))):
@@ -245,7 +260,7 @@ def ms(values: list[float], fraction: float) -> str:
 def report_typing(runs: dict[str, Run]) -> None:
     print(f"\n{'cache':6} {'pauses':>6} {'p50 ms':>7} {'p95 ms':>7} | {'first':>13} "
           f"{'return':>13} {'same file':>13} | {'tok/key':>7} {'RSS MB':>7} "
-          f"{'small w.':>8}")  # fmt: skip
+          f"{'small w.':>8} {'warms':>5}")  # fmt: skip
     print(f"{'':6} {'':>6} {'':>7} {'':>7} | {'p50/p95':>13} {'p50/p95':>13} {'p50/p95':>13} |")
     for name, run in runs.items():
         every = [p for kind in run.pauses.values() for p in kind]
@@ -256,7 +271,8 @@ def report_typing(runs: dict[str, Run]) -> None:
         per_key = run.stats["promptTokensEvaluated"] / max(run.keystrokes, 1)
         print(f"{name:6} {len(every):6} {ms(every, 0.5):>7} {ms(every, 0.95):>7} | {kinds} | "
               f"{per_key:7.1f} {max(run.rss_mb):7.0f} "
-              f"{run.stats['reducedWindows']:4}/{run.stats['generations']:<4}")  # fmt: skip
+              f"{run.stats['reducedWindows']:4}/{run.stats['generations']:<4} "
+              f"{run.stats.get('warms', 0):5}")  # fmt: skip
     if {"off", "on"} <= runs.keys():
         off = [p for kind in runs["off"].pauses.values() for p in kind]
         on = [p for kind in runs["on"].pauses.values() for p in kind]
@@ -307,6 +323,7 @@ def main() -> None:
     parser.add_argument("--pause-ms", type=int, default=1500)
     parser.add_argument("--read-every", type=int, default=4)
     parser.add_argument("--read-ms", type=int, default=3000)
+    parser.add_argument("--look-ms", type=int, default=0, help="a look on coming into a file")
     parser.add_argument("--rounds", type=int, default=3, help="switch part: round trips")
     parser.add_argument("--skip", type=int, default=3, help="switch part: lines between rounds")
     args = parser.parse_args()
@@ -315,7 +332,8 @@ def main() -> None:
           f"Python {platform.python_version()}")  # fmt: skip
     print(f"typing: {args.files} files, {args.lines} lines each, switch every "
           f"{args.switch_every} lines, {args.key_ms} ms a key, pauses {args.pause_ms} ms, "
-          f"reading {args.read_ms} ms every {args.read_every} lines; options {extra}")  # fmt: skip
+          f"reading {args.read_ms} ms every {args.read_every} lines, a look of "
+          f"{args.look_ms} ms on coming into a file; options {extra}")  # fmt: skip
     parts = args.parts.split(",")
     typing_runs: dict[str, Run] = {}
     switch_runs: dict[str, dict[str, list[float]]] = {}
@@ -325,7 +343,7 @@ def main() -> None:
             options["model"] = {**extra["model"], **CONFIGS[name]["model"]}
         started = time.perf_counter()
         if "typing" in parts:
-            typing_runs[name] = typing(args, options)
+            typing_runs[name] = typing(args, options, warming=name in WARMING)
         if "switch" in parts:
             switch_runs[name] = switch(args, options)
         print(f"  {name}: {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
