@@ -305,9 +305,9 @@ class Completions:
 
         The warm decodes one token: what the user will type is unknown, and its prompt is what
         takes seconds. Its shape differs from a request's, so no request waits for it: one
-        that comes before its prompt is done supersedes it (the part done is parked and
-        resumed by the whole-window evaluation after that request's cold start), and one that
-        comes after reuses the prompt."""
+        that comes before its prompt is done supersedes it (the part done stays in the cache,
+        or is parked when the cache goes back to what it held, and the request carries on from
+        it when the rest fits its cold-start budget), and one that comes after reuses it."""
         if uri in self._flights:
             return False  # the document's own work is under way (a request, a background run)
         shape = Shape.of(tuning, self._extra(uri, text, offset, tuning, explicit=False))

@@ -185,7 +185,8 @@ def test_oversized_frame_is_refused_and_the_server_goes_on(server: RawServer) ->
 @st.composite
 def multi_session(draw: st.DrawFn) -> list[tuple[str, int, object]]:
     """Steps over documents 0-2: (kind, document, data). A document is opened by its first
-    step (real code, then random text) and may be closed and opened again; every switch
+    step (real code, then random text) and may be closed and opened again, and warmed
+    (lspInfer/warm) at any place, one past its end included; every switch
     between documents moves the model's cache to another document's prompt (saving,
     restoring, evicting states). A pause waits for the last request's answer, as a user
     reading the suggestion does: without pauses every request is superseded by the next."""
@@ -198,7 +199,9 @@ def multi_session(draw: st.DrawFn) -> list[tuple[str, int, object]]:
             steps.append(("open", doc, texts[doc]))
             continue
         kind = draw(
-            st.sampled_from(["edit", "edit", "complete", "complete", "pause", "close", "cancel"])
+            st.sampled_from(
+                ["edit", "edit", "complete", "complete", "pause", "close", "cancel", "warm"]
+            )
         )
         if kind == "edit":
             start, end, inserted = draw(edit(texts[doc]))
@@ -210,6 +213,9 @@ def multi_session(draw: st.DrawFn) -> list[tuple[str, int, object]]:
             line = draw(st.one_of(st.just(lines), st.integers(0, lines + 1)))
             # Half of them wait for the answer (a pause): the model runs for this document.
             steps.append(("complete", doc, (line, draw(st.integers(0, 40)), draw(st.booleans()))))
+        elif kind == "warm":  # the cursor rests (lspInfer/warm), anywhere, past the end too
+            lines = texts[doc].count("\n")
+            steps.append(("warm", doc, (draw(st.integers(0, lines + 1)), draw(st.integers(0, 40)))))
         elif kind == "pause":
             steps.append(("pause", doc, None))
         elif kind == "close":
@@ -235,7 +241,8 @@ def switching_server() -> Iterator[RawServer]:
     raw.close()
     if EXAMPLES >= 200:  # a campaign: the cache was exercised, not just present
         cache = stats["stateCache"]
-        sys.stderr.write(f"state cache after the campaign: {cache}\n")  # RELIABILITY.md
+        # RELIABILITY.md
+        sys.stderr.write(f"state cache after the campaign: {cache}; warms {stats['warms']}\n")
         assert cache["restores"] > 0 and cache["evictions"] > 0, cache
 
 
@@ -270,6 +277,10 @@ def test_random_sessions_across_documents(
             sent.append(server.inline(uri, line, character))
             if pause:
                 server.wait(sent[-1])
+        elif kind == "warm":
+            line, character = data  # type: ignore[misc]
+            position = {"line": line, "character": character}
+            server.notify("lspInfer/warm", {"textDocument": {"uri": uri}, "position": position})
         elif kind == "close":
             server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
             del reference[doc]
