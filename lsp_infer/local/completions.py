@@ -308,8 +308,10 @@ class Completions:
         that comes before its prompt is done supersedes it (the part done stays in the cache,
         or is parked when the cache goes back to what it held, and the request carries on from
         it when the rest fits its cold-start budget), and one that comes after reuses it."""
-        if uri in self._flights:
-            return False  # the document's own work is under way (a request, a background run)
+        running = self._flights.get(uri)
+        if running is not None and (running.keep_cache or not running.precompute):
+            return False  # a request, or the whole window or a new pick being evaluated
+        # (A precompute of what follows the last suggestion is replaced: the cursor moved.)
         shape = Shape.of(tuning, self._extra(uri, text, offset, tuning, explicit=False))
         if self.cache.get(CursorView.at(text, offset, shape.reach), shape.key) is not None:
             return False  # the suggestion there is known

@@ -390,6 +390,20 @@ async def test_no_warm_where_the_suggestion_is_known_or_the_document_has_work() 
     assert completions.stats.warms == 0 and len(backend.runs) == 1
 
 
+async def test_a_warm_elsewhere_replaces_the_precompute_of_the_last_suggestion() -> None:
+    completions, _backend = make(char_seconds=0.05)
+    tuning = Tuning(CompletionSettings(precompute=True, debounce_ms=0), "m")
+    assert await completions.suggest("u", DOC, CURSOR, tuning) == "a + b"
+    precompute = completions._flights["u"]
+    assert precompute.precompute and not precompute.keep_cache
+    assert completions.warm("u", DOC, 0, tuning)  # the cursor moved to the file's start
+    assert precompute.token.reason is CancelReason.SUPERSEDED
+    assert completions._flights["u"].keep_cache
+    # A warm does not replace a warm (or any whole-window evaluation) of the document.
+    assert not completions.warm("u", DOC, 4, tuning)
+    completions.shutdown()
+
+
 async def test_a_request_supersedes_a_warm_whose_prompt_is_not_done() -> None:
     # It does not wait for the warm: the warm's stopped part is the backend's to park.
     completions, backend = make(prompt_seconds=2.0)
