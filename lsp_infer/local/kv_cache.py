@@ -111,6 +111,12 @@ class KvCache:
             self._seen.add(document)
         return plan.reused
 
+    def hand_over(self) -> None:
+        """Keep the owner's prompt under its document now (a switch would, in ``prepare``),
+        because what the cache holds is about to be replaced by another document's state."""
+        self._save_live(len(self.tokens()))
+        self.owner = None
+
     def _save_live(self, lost: int) -> None:
         """Copy the cache out under its document before another document's prompt replaces
         it (when that would lose enough of it to matter)."""

@@ -571,9 +571,10 @@ class LlamaCppBackend:
 
     def _before_background(self, job: CompletionJob, tokens: list[int]) -> KvState | None:
         """Before a keep_cache job: a copy of the cache to put back if it is stopped inside
-        its prompt (None when the job hardly changes it), and the cache switched to what an
-        earlier stopped run of it left (the document's parked state), when that shares more
-        of its prompt."""
+        its prompt (None when the job hardly changes it, or when the cache holds another
+        document's prompt, which is kept under that document instead), and the cache switched
+        to what an earlier stopped run of it left (the document's parked state), when that
+        shares more of its prompt."""
         assert self.cache is not None
         cache = self.cache
         reused = cache.reusable(job.document, tokens, kinds=("live",))
@@ -583,7 +584,13 @@ class LlamaCppBackend:
         live = cache.tokens()
         if not resume and len(live) - common_prefix(live, tokens) < KEEP_AT_LEAST:
             return None  # little to lose: the job only extends what is there
-        kept = cache.snapshot()
+        kept = None
+        if cache.owner in (job.document, None) or not cache.states.enabled:
+            kept = cache.snapshot()
+        else:
+            # Another document's prompt (a warm after a switch): kept under that document, as
+            # any switch keeps it, not copied aside as well; stopped, the part done stays.
+            cache.hand_over()
         if resume and parked is not None:
             cache.restore(parked)
             log.debug(

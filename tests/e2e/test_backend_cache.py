@@ -344,12 +344,20 @@ def test_a_cold_start_window_keeps_the_suffixs_share(switching: LlamaCppBackend)
 def test_a_request_carries_on_from_a_stopped_background_evaluation(
     switching: LlamaCppBackend,
 ) -> None:
-    # A warm (a background evaluation of the whole window) stopped near the end of its prompt
-    # by the first suggestion's request: the request evaluates only the rest of the whole
-    # window, from the parked part, where it would otherwise have got a cold start's window.
+    # The whole window's background evaluation after a cold start (or a warm) stopped near the
+    # end of its prompt by the next request: the part done is parked, the cold start's window
+    # put back, and the request evaluates only the rest of the whole window, from the parked
+    # part, where it would otherwise have got a cold start's window again.
     uri, text = "file:///parked.py", OTHER + "def total(values):\n    "
     backend, speed = switching, 100.0
-    generate(backend, doc_job("file:///second.py", SECOND))  # the cache holds another file
+
+    def request(affordable: int = 200) -> CompletionJob:  # far less than the whole window
+        backend.prompt_speed = speed
+        return dataclasses.replace(doc_job(uri, text), cold_seconds=affordable / speed)
+
+    first = request()
+    generate(backend, first)  # the cold start: its small window is what the cache holds
+    small = first.progress.prompt_tokens
     background = dataclasses.replace(doc_job(uri, text), keep_cache=True, background=True)
     token = CancelToken()
 
@@ -362,12 +370,8 @@ def test_a_request_carries_on_from_a_stopped_background_evaluation(
     with pytest.raises(Cancelled):
         backend.lane.run_blocking(backend.generate_blocking, background, token)
     total = background.progress.prompt_tokens
-    # The part done is parked, and the cache holds the other file's prompt again.
-    assert total > 480 and backend.states.get(uri, "parked", backend.cache.model)  # type: ignore[union-attr]
-
-    def request() -> CompletionJob:  # 150 tokens affordable: far less than the whole window
-        backend.prompt_speed = speed
-        return dataclasses.replace(doc_job(uri, text), cold_seconds=150 / speed)
+    assert total > small + 300 and backend.states.get(uri, "parked", backend.cache.model)  # type: ignore[union-attr]
+    assert small <= backend._llm.n_tokens < 384  # the small window (and its answer) is back
 
     warmed = request()
     answer = generate(backend, warmed)
@@ -385,3 +389,38 @@ def test_a_request_carries_on_from_a_stopped_background_evaluation(
     backend.lane.run_blocking(backend.cache.clear)  # type: ignore[union-attr]
     fresh = doc_job(uri, text)
     assert generate(backend, fresh) == answer and fresh.progress.prompt_tokens_reused == 0
+
+
+def test_a_background_evaluation_in_another_document_keeps_the_first_under_it(
+    switching: LlamaCppBackend,
+) -> None:
+    # A warm in a file switched to, while the cache holds another file's prompt: that prompt
+    # is kept under its document (no second copy set aside), and the warm's part done stays
+    # in the cache for the new file's request when it is stopped.
+    backend = switching
+    first_uri, other_uri = "file:///first.py", "file:///other.py"
+    first_text = "".join(f"# note {i}: numbers for reports\n" for i in range(12)) + SECOND
+    first = doc_job(first_uri, first_text)
+    expected = generate(backend, first)
+    assert first.progress.prompt_tokens > 64  # enough to be worth keeping
+    background = dataclasses.replace(
+        doc_job(other_uri, OTHER + "def total(values):\n    "), keep_cache=True, background=True
+    )
+    token = CancelToken()
+
+    def stop_half_way() -> None:
+        while backend._llm.n_tokens < 256 and not background.progress.prompt_done_at:
+            time.sleep(0.001)
+        token.cancel(CancelReason.SUPERSEDED)
+
+    threading.Thread(target=stop_half_way, daemon=True).start()
+    with pytest.raises(Cancelled):
+        backend.lane.run_blocking(backend.generate_blocking, background, token)
+    model = backend.cache.model  # type: ignore[union-attr]
+    assert backend.states.get(first_uri, "live", model) is not None
+    assert backend.states.as_json()["bytesAside"] == 0
+    assert backend._llm.n_tokens >= 256  # the part done, in the cache
+    # Back in the first file: its prompt is restored, and the answer is the same.
+    again = doc_job(first_uri, first_text)
+    assert generate(backend, again) == expected
+    assert again.progress.prompt_tokens_reused == again.progress.prompt_tokens - 1
