@@ -129,12 +129,22 @@ def verify(path: Path, *, size: int | None, sha256: str, progress: Progress | No
         )
 
 
-def _stamp_matches(path: Path, model: EmbeddedModel) -> bool:
-    """Whether this exact file (size, mtime, inode) was verified before."""
+def _read_stamp(path: Path) -> dict[str, Any] | None:
+    """What was recorded beside ``path`` when it was verified or made; None when there is no
+    stamp or it cannot be read."""
     try:
         stamp = json.loads(_stamp_path(path).read_text())
-        st = path.stat()
     except (OSError, ValueError):
+        return None
+    return stamp if isinstance(stamp, dict) else None
+
+
+def _stamp_matches(path: Path, model: EmbeddedModel) -> bool:
+    """Whether this exact file (size, mtime, inode) was verified before."""
+    stamp = _read_stamp(path)
+    try:
+        st = path.stat()
+    except OSError:
         return False
     expected = {
         "sha256": model.sha256,
@@ -251,10 +261,12 @@ def _derived_stamp(kind: str, path: Path, sha256: str) -> dict[str, Any]:
 
 
 def _derived_stamp_matches(kind: str, path: Path) -> bool:
+    stamp = _read_stamp(path)
+    if stamp is None:
+        return False
     try:
-        stamp = json.loads(_stamp_path(path).read_text())
         expected = _derived_stamp(kind, path, str(stamp.get("sha256")))
-    except (OSError, ValueError, AttributeError):
+    except OSError:
         return False
     return bool(stamp == expected)
 
@@ -299,14 +311,13 @@ def ensure_requantized(kind: str, progress: Progress | None = None, *, threads: 
 def verify_requantized(kind: str, progress: Progress | None = None) -> Path:
     """Hash the requantized copy again against the SHA-256 recorded when it was made."""
     path = requantized_path(kind)
-    try:
-        recorded = str(json.loads(_stamp_path(path).read_text())["sha256"])
-    except (OSError, ValueError, KeyError, TypeError):
+    stamp = _read_stamp(path)
+    if stamp is None or "sha256" not in stamp:
         raise ModelError(
             f"{path} has not been made yet (or its stamp is unreadable); "
             "`lsp-infer model fetch` makes it"
-        ) from None
-    verify(path, size=None, sha256=recorded, progress=progress)
+        )
+    verify(path, size=None, sha256=str(stamp["sha256"]), progress=progress)
     return path
 
 

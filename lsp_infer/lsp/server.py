@@ -151,8 +151,8 @@ class LspInferServer(LanguageServer):
         except (DocumentNotOpen, PositionError) as exc:
             raise JsonRpcInvalidParams(str(exc)) from None
         where = position(*position_at(snapshot.text, offset, encoding, starts=snapshot.starts))
-        if not self.settings.completion.enabled or self.session.policy().excluded(uri):
-            return [], where  # off, or an excluded file (secrets never enter a prompt)
+        if not self._completes(uri):
+            return [], where
         answer = await self._answer(snapshot, offset, explicit)
         texts = [t for t in (answer.text, *answer.choices) if t]
         ids = self.feedback.issue(
@@ -177,9 +177,12 @@ class LspInferServer(LanguageServer):
         except PositionError as exc:
             log.debug("%s: %s", WARM_METHOD, exc)
             return
-        completion = self.settings.completion
-        if completion.enabled and completion.warm and not self.session.policy().excluded(uri):
+        if self.settings.completion.warm and self._completes(uri):
             self.local.warm(snapshot, offset)
+
+    def _completes(self, uri: str) -> bool:
+        """Completions are on, and the file is not excluded (secrets never enter a prompt)."""
+        return self.settings.completion.enabled and not self.session.policy().excluded(uri)
 
     async def _answer(self, snapshot: Snapshot, offset: int, explicit: bool) -> Answer:
         """Routing: an explicitly invoked request may go to the team model (team.completions,
