@@ -359,16 +359,8 @@ def test_a_request_carries_on_from_a_stopped_background_evaluation(
     generate(backend, first)  # the cold start: its small window is what the cache holds
     small = first.progress.prompt_tokens
     background = dataclasses.replace(doc_job(uri, text), keep_cache=True, background=True)
-    token = CancelToken()
-
-    def stop_near_the_end() -> None:
-        while backend._llm.n_tokens < 384 and not background.progress.prompt_done_at:
-            time.sleep(0.001)
-        token.cancel(CancelReason.SUPERSEDED)
-
-    threading.Thread(target=stop_near_the_end, daemon=True).start()
     with pytest.raises(Cancelled):
-        backend.lane.run_blocking(backend.generate_blocking, background, token)
+        run(backend, background, cancel_at_tokens=384)  # stopped near the end of its prompt
     total = background.progress.prompt_tokens
     assert total > small + 300 and backend.states.get(uri, "parked", backend.cache.model)  # type: ignore[union-attr]
     assert small <= backend._llm.n_tokens < 384  # the small window (and its answer) is back
@@ -406,16 +398,8 @@ def test_a_background_evaluation_in_another_document_keeps_the_first_under_it(
     background = dataclasses.replace(
         doc_job(other_uri, OTHER + "def total(values):\n    "), keep_cache=True, background=True
     )
-    token = CancelToken()
-
-    def stop_half_way() -> None:
-        while backend._llm.n_tokens < 256 and not background.progress.prompt_done_at:
-            time.sleep(0.001)
-        token.cancel(CancelReason.SUPERSEDED)
-
-    threading.Thread(target=stop_half_way, daemon=True).start()
     with pytest.raises(Cancelled):
-        backend.lane.run_blocking(backend.generate_blocking, background, token)
+        run(backend, background, cancel_at_tokens=256)  # stopped half-way
     model = backend.cache.model  # type: ignore[union-attr]
     assert backend.states.get(first_uri, "live", model) is not None
     assert backend.states.as_json()["bytesAside"] == 0

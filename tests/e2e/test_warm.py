@@ -29,6 +29,13 @@ async def stats_until(client: LanguageClient, done: Callable[[dict[str, Any]], b
     raise AssertionError(f"never: {now}")
 
 
+async def reconfigure(client: LanguageClient, configuration: dict[str, Any]) -> None:
+    """New settings, pulled by the server after didChangeConfiguration."""
+    client.set_configuration(configuration, section="lspInfer")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await asyncio.sleep(1.0)  # the server asks for the settings
+
+
 async def test_the_first_suggestion_at_a_warmed_place_uses_the_whole_window(
     client: LanguageClient,
 ):
@@ -72,18 +79,14 @@ async def test_warms_that_cannot_be_used_are_ignored(client: LanguageClient):
     client.protocol.notify("lspInfer/warm", None)
     client.protocol.notify("lspInfer/warm", {"textDocument": {"uri": uri}})
     # Turned off by the user.
-    client.set_configuration({**configuration, "completion": {"warm": False}}, section="lspInfer")
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
-    await asyncio.sleep(1.0)  # the server asks for the settings
+    await reconfigure(client, {**configuration, "completion": {"warm": False}})
     warm(client, uri, 20, 0)
     await asyncio.sleep(1.0)
     after = await stats(client)
     assert after["warms"] == 0 and after["generations"] == before["generations"], after
 
     # The same place, with warming on again, is warmed: the checks above could fail.
-    client.set_configuration(configuration, section="lspInfer")
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
-    await asyncio.sleep(1.0)
+    await reconfigure(client, configuration)
     warm(client, uri, 20, 0)
     await stats_until(client, lambda now: now["warms"] == 1)
     assert (await inline_at(client, uri, 3, 0)) is not None  # still serving

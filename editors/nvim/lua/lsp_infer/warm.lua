@@ -84,6 +84,15 @@ local function schedule(bufnr)
   end))
 end
 
+--- An edit in `bufnr`, or a move that came with one: not a rest, and a pending warm of the
+--- buffer is dropped (typing took over).
+local function edited(bufnr, state)
+  state.seen = api.nvim_buf_get_changedtick(bufnr)
+  if pending == bufnr then
+    stop()
+  end
+end
+
 local function entered(bufnr)
   local state = M.states[bufnr]
   if not state then
@@ -118,12 +127,8 @@ function M.attach(bufnr)
     group = augroup,
     buffer = bufnr,
     callback = function()
-      local tick = api.nvim_buf_get_changedtick(bufnr)
-      if tick ~= state.seen then
-        state.seen = tick -- moved by an edit: not a rest
-        if pending == bufnr then
-          stop()
-        end
+      if api.nvim_buf_get_changedtick(bufnr) ~= state.seen then
+        edited(bufnr, state) -- moved by an edit
         return
       end
       if enabled() then
@@ -135,10 +140,7 @@ function M.attach(bufnr)
     group = augroup,
     buffer = bufnr,
     callback = function()
-      state.seen = api.nvim_buf_get_changedtick(bufnr)
-      if pending == bufnr then
-        stop()
-      end
+      edited(bufnr, state)
     end,
   })
   api.nvim_create_autocmd({ "BufUnload", "BufWipeout" }, {
