@@ -601,9 +601,13 @@ async function completionScenario(puppeteer) {
       if (item && item.icons.includes('codicon-error')) {
         throw new CheckFailed(`the status bar item shows an error: ${JSON.stringify(item)}`);
       }
+      if (item && item.icons.includes('codicon-sparkle') && !/Ready: /.test(item.ariaLabel)) {
+        // The ready icon before the server said its model is ready (the label holds the tooltip).
+        throw new CheckFailed(`the status bar item shows ready before the model is: ${JSON.stringify(item)}`);
+      }
       return item && item.icons.includes('codicon-sparkle') ? item : undefined;
     }, 500).catch(async (error) => {
-      if (/shows an error/.test(error.message)) {
+      if (/shows an error|shows ready before/.test(error.message)) {
         throw error;
       }
       throw new CheckFailed(`${error.message}; last status item: ${JSON.stringify(await vscode.statusItem())}`);

@@ -56,6 +56,8 @@ import { initialState, reduce, render, type StatusEvent, type StatusState, sugge
 const CLIENT_ID = 'lspInfer'; // also the prefix of the `lspInfer.trace.server` setting
 const CLIENT_NAME = 'lsp-infer';
 const STATUS_NOTIFICATION = 'lspInfer/status';
+/** The `serverInfo.name` the lsp-infer server answers `initialize` with. */
+const SERVER_NAME = 'lsp-infer';
 /** Client → server: the cursor rests here; evaluate the prompt for it in the background. */
 export const WARM_NOTIFICATION = 'lspInfer/warm';
 /** The documents the client syncs to the server (its documentSelector). */
@@ -327,7 +329,9 @@ export class Extension implements vscode.Disposable {
         return;
       }
       if (event.newState === State.Running) {
-        this.dispatch({ type: 'serverRunning' });
+        // lsp-infer reports its model (lspInfer/status); another server named in
+        // lspInfer.server.command may not, and is then taken as ready.
+        this.dispatch({ type: 'serverRunning', reportsModel: client.initializeResult?.serverInfo?.name === SERVER_NAME });
       } else if (event.newState === State.Starting) {
         this.dispatch({ type: 'serverStarting' });
       }

@@ -17,11 +17,16 @@ export interface StatusState {
   readonly enabled: boolean;
   readonly inFlight: number;
   readonly lastLatencyMs?: number;
+  /**
+   * The running server is lsp-infer, which sends `lspInfer/status` once the client says
+   * `initialized`: until then its model is not ready, whatever `unknown` would suggest.
+   */
+  readonly reportsModel?: boolean;
 }
 
 export type StatusEvent =
   | { readonly type: 'serverStarting' }
-  | { readonly type: 'serverRunning' }
+  | { readonly type: 'serverRunning'; readonly reportsModel?: boolean }
   | { readonly type: 'serverRestarting'; readonly message: string }
   | { readonly type: 'serverError'; readonly message: string }
   | { readonly type: 'modelStatus'; readonly state: unknown; readonly message?: unknown }
@@ -41,7 +46,7 @@ export function reduce(state: StatusState, event: StatusEvent): StatusState {
       // A new process: nothing is known about its model, nothing is in flight.
       return { enabled: state.enabled, server: 'starting', model: 'unknown', inFlight: 0, lastLatencyMs: state.lastLatencyMs };
     case 'serverRunning':
-      return { ...state, server: 'running', serverMessage: undefined };
+      return { ...state, server: 'running', serverMessage: undefined, reportsModel: event.reportsModel ?? false };
     case 'serverRestarting':
       return { ...state, server: 'restarting', serverMessage: event.message, model: 'unknown', modelMessage: undefined, inFlight: 0 };
     case 'serverError':
@@ -82,6 +87,11 @@ export function displayKind(state: StatusState): DisplayKind {
   }
   if (state.model === 'loading') {
     return 'loading';
+  }
+  if (state.model === 'unknown' && state.reportsModel) {
+    // Between the initialize answer and the server's first status: a short window, but a
+    // sparkle shown there would claim a model that may still be loading.
+    return 'starting';
   }
   return state.inFlight > 0 ? 'busy' : 'ready';
 }
@@ -126,7 +136,12 @@ export function render(state: StatusState): StatusView {
       headline = 'Completions are off (lspInfer.completion.enabled)';
       break;
     case 'starting':
-      headline = state.server === 'restarting' ? `Restarting the server: ${state.serverMessage ?? ''}`.trim() : 'Starting the server…';
+      headline =
+        state.server === 'restarting'
+          ? `Restarting the server: ${state.serverMessage ?? ''}`.trim()
+          : state.server === 'running'
+            ? 'Waiting for the server to report its model…'
+            : 'Starting the server…';
       break;
     case 'loading':
       text += ': loading model';

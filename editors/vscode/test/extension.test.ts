@@ -78,6 +78,7 @@ beforeEach(() => {
   lc.clients.length = 0;
   lc.setAnswer(() => null);
   lc.setStartError(undefined);
+  lc.setServerInfo(undefined);
 });
 
 afterEach(async () => {
@@ -282,6 +283,23 @@ describe('status bar and requests', () => {
     client.notify('lspInfer/status', { state: 'failed', message: 'sha256 mismatch' });
     assert.match(fake.statusItem.text, /\$\(error\)/);
     assert.match(String(fake.statusItem.tooltip), /sha256 mismatch/);
+  });
+
+  test('lsp-infer running but silent about its model yet: not shown as ready', async () => {
+    serverExists();
+    lc.setServerInfo({ name: 'lsp-infer', version: '0.1.0' });
+    const client = await activate();
+    assert.equal(fake.statusItem.text, '$(loading~spin) lsp-infer', 'no sparkle before the first lspInfer/status');
+    assert.match(String(fake.statusItem.tooltip), /Waiting for the server to report its model/);
+    client.notify('lspInfer/status', { state: 'loading', message: 'loading the model' });
+    assert.equal(fake.statusItem.text, '$(loading~spin) lsp-infer: loading model');
+    client.notify('lspInfer/status', { state: 'ready', message: 'qwen2.5-coder-0.5b (qwen)' });
+    assert.equal(fake.statusItem.text, '$(sparkle) lsp-infer');
+    // Another server (named in lspInfer.server.command) may never report: it is taken as ready.
+    lc.setServerInfo({ name: 'some-other-server' });
+    await fake.commands.get('lsp-infer.restartServer')!();
+    assert.equal(lc.clients.at(-1)!.initializeResult?.serverInfo?.name, 'some-other-server');
+    assert.equal(fake.statusItem.text, '$(sparkle) lsp-infer');
   });
 
   test('completions off: the toggle writes the setting, the status bar says so, no requests are sent', async () => {

@@ -22,12 +22,12 @@ describe('status state machine', () => {
     let state = initialState(true);
     assert.equal(displayKind(state), 'starting');
     state = reduce(state, { type: 'serverStarting' });
-    // The server announces the load while answering initialize: before "running".
+    state = reduce(state, { type: 'serverRunning', reportsModel: true });
+    assert.equal(displayKind(state), 'starting', 'lsp-infer sends its first status after initialized');
     state = reduce(state, { type: 'modelStatus', state: 'loading', message: 'loading the model' });
     assert.equal(displayKind(state), 'loading');
-    state = reduce(state, { type: 'serverRunning' });
-    assert.equal(displayKind(state), 'loading', 'running does not forget the model is loading');
     assert.match(render(state).text, /loading model/);
+    assert.equal(displayKind(reduce(state, { type: 'serverRunning', reportsModel: true })), 'loading', 'running does not forget the model is loading');
     state = reduce(state, { type: 'modelStatus', state: 'ready', message: 'qwen2.5-coder (qwen)' });
     assert.equal(displayKind(state), 'ready');
     assert.match(render(state).tooltip, /Ready: qwen2\.5-coder \(qwen\)/);
@@ -95,6 +95,17 @@ describe('status state machine', () => {
     assert.equal(state.model, 'unknown');
     state = reduce(state, { type: 'serverRunning' });
     assert.equal(displayKind(state), 'ready', 'a server that never reports its model is taken as ready');
+  });
+
+  test('lsp-infer running, its first status not yet sent: starting, not ready', () => {
+    let state = run([{ type: 'serverStarting' }, { type: 'serverRunning', reportsModel: true }]);
+    assert.equal(displayKind(state), 'starting');
+    assert.match(render(state).tooltip, /Waiting for the server to report its model/);
+    state = reduce(state, { type: 'modelStatus', state: 'ready' });
+    assert.equal(displayKind(state), 'ready');
+    state = reduce(state, { type: 'serverStarting' });
+    state = reduce(state, { type: 'serverRunning', reportsModel: false });
+    assert.equal(displayKind(state), 'ready', 'a server that does not report its model is taken as ready');
   });
 
   test('unknown model states from a newer server are ignored', () => {

@@ -47,6 +47,11 @@ export let startError: Error | undefined;
 export function setStartError(error: Error | undefined): void {
   startError = error;
 }
+/** The `serverInfo` the fake server answers `initialize` with (none by default). */
+export let serverInfo: { name: string; version?: string } | undefined;
+export function setServerInfo(info: { name: string; version?: string } | undefined): void {
+  serverInfo = info;
+}
 
 export const clients: LanguageClient[] = [];
 
@@ -54,7 +59,9 @@ export class LanguageClient {
   state = State.Stopped;
   proposed = false;
   disposed = false;
-  initializeResult: { capabilities: { executeCommandProvider?: { commands: string[] } } } | undefined;
+  initializeResult:
+    | { capabilities: { executeCommandProvider?: { commands: string[] } }; serverInfo?: { name: string; version?: string } }
+    | undefined;
   readonly notificationHandlers = new Map<string, (params: unknown) => void>();
   readonly stateListeners: ((event: { oldState: State; newState: State }) => void)[] = [];
   readonly requests: { method: string; params: unknown }[] = [];
@@ -115,7 +122,7 @@ export class LanguageClient {
       this.error("lsp-infer client: couldn't create connection to server.", startError, 'force');
       throw startError;
     }
-    this.initializeResult = { capabilities: {} };
+    this.initializeResult = { capabilities: {}, serverInfo };
     this.setState(State.Running);
   }
 
