@@ -19,6 +19,8 @@ async def test_advertises_inline_completion_and_incremental_sync(client: Languag
     assert isinstance(sync, types.TextDocumentSyncOptions)
     assert sync.change == types.TextDocumentSyncKind.Incremental
     assert caps.position_encoding in (None, types.PositionEncodingKind.Utf16)
+    # The VS Code extension waits for lspInfer/status only from a server of this name.
+    assert result.server_info is not None and result.server_info.name == "lsp-infer"
 
 
 async def test_inline_completion_completes_add(client: LanguageClient):
