@@ -6,7 +6,7 @@
  */
 
 export type ServerPhase = 'starting' | 'running' | 'restarting' | 'error';
-/** `unknown`: the server has said nothing (an older server without `lspInfer/status`). */
+/** `unknown`: the server has said nothing yet (or never will: a server without `lspInfer/status`). */
 export type ModelPhase = 'unknown' | 'loading' | 'ready' | 'failed';
 
 export interface StatusState {
