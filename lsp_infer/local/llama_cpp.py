@@ -57,8 +57,10 @@ _CONTEXT_MARGIN = 8
 # KV cache valid) for that many typed lines instead of sliding on every one. Measured with
 # bench/keystrokes.py: see BENCHMARKS.md.
 PREFIX_ANCHOR_LINES = 8
-# keep_cache jobs evaluate their prompt in batches this small: 3 % slower than 256 here (85 vs
-# 88 tokens/s on 2 cores), but a stop loses at most one batch, under a second of work.
+# keep_cache jobs evaluate their prompt in batches this small, so a stop loses at most one
+# batch (under a second of work). Raw speed on 2 cores: about 17 % slower than 256 and 10 %
+# slower than 128, but 128 made no difference the multi-file benchmark could see (BENCHMARKS.md,
+# "Background batch size").
 _BACKGROUND_BATCH = 64
 # A prompt with no more than this many tokens outside the cache counts as cached: what was
 # typed since (a word, a new line's indentation) plus the FIM tokens.
