@@ -89,7 +89,7 @@ class KvCache:
         live_plan = self._plan(self.tokens(), prompt)
         best = self._best_kept(document, prompt)
         if self.owner != document:
-            self._save_live(len(self.tokens()) - live_plan.reused)
+            self._save_live(self._llm.n_tokens - live_plan.reused)
             has_live = self.states.get(document, "live", self.model) is not None
             if document in self._seen and not has_live and self.states.enabled:
                 self.states.stats.misses += 1
@@ -114,7 +114,7 @@ class KvCache:
     def hand_over(self) -> None:
         """Keep the owner's prompt under its document now (a switch would, in ``prepare``),
         because what the cache holds is about to be replaced by another document's state."""
-        self._save_live(len(self.tokens()))
+        self._save_live(self._llm.n_tokens)
         self.owner = None
 
     def _save_live(self, lost: int) -> None:
