@@ -9,11 +9,14 @@ cursor sits where the code starts and the model must write the line. Two suites:
          the answer needs another file
 
 Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS]
-[+ctx][+shift][+q4_0]:
+[+ctx|+imports][+shift][+q4_0]:
   psm        the plain prefix/suffix/middle prompt of the model card (baseline)
   spmv       the current file only, in the server's layout (the SPM variant)
   spmv+ctx   plus extra context: the package's other modules are "open in the editor", and
              extra_context.select picks what fits completion budget (as the server does)
+  spmv+imports  the file's own import lines, as an extra-context file (up to --extra-tokens
+             tokens, dropped whole when over): what a small window might add from the top
+             of the file instead of more lines near the cursor
   spmv@128   a window of 128 tokens instead of --context-tokens (a cold start's window: its
              suffix keeps the whole window's share, as the server's does)
   spmv+shift the window moved: the prompt for the text without the 8 lines above the
@@ -200,7 +203,7 @@ def run_config(
     extra_budget: int,
     model_path: str | None = None,
 ) -> dict[str, dict[str, float]]:
-    """One configuration, ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx][+shift][+q4_0]."""
+    """One configuration, ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx|+imports][+shift][+q4_0]."""
     spec, *flags = config.split("+")
     spec, _, budget = spec.partition("@")
     order, _, suffix = spec.partition(":")
@@ -228,11 +231,12 @@ def run_config(
             CompletionSettings().suffix_tokens, int(budget or context_tokens), context_tokens
         ),
     )
-    extra_tokens = extra_budget if "ctx" in flags else 0
+    extra_tokens = extra_budget if "ctx" in flags or "imports" in flags else 0
+    extra_of = imports_of if "imports" in flags else extra_for
     results: dict[str, dict[str, float]] = {}
 
     async def one(hole: Hole) -> tuple[str, float]:
-        options = JobOptions(extra=extra_for(hole, extra_tokens), extra_tokens=extra_tokens,
+        options = JobOptions(extra=extra_of(hole, extra_tokens), extra_tokens=extra_tokens,
                              path=hole.module)  # fmt: skip
         # A fresh context per hole: no KV reuse between holes, same for every config.
         await lane.run(backend.cache.clear)  # type: ignore[union-attr]
@@ -280,6 +284,13 @@ def extra_for(hole: Hole, extra_tokens: int) -> tuple[tuple[str, str], ...]:
     return tuple((c.path, c.text) for c in chunks)
 
 
+def imports_of(hole: Hole, extra_tokens: int) -> tuple[tuple[str, str], ...]:
+    """The hole's own file's import lines, as one extra-context file."""
+    lines = [line for line in hole.text.splitlines(keepends=True)
+             if re.match(r"(import|from) \S", line)]  # fmt: skip
+    return ((hole.module, "".join(lines)),) if lines and extra_tokens else ()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -288,7 +299,7 @@ def main() -> None:
     parser.add_argument("--suite", choices=["local", "cross", "both"], default="local")
     parser.add_argument(
         "--configs", default="psm,spmv",
-        help="ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx][+shift][+q4_0],...",
+        help="ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx|+imports][+shift][+q4_0],...",
     )  # fmt: skip
     parser.add_argument("--context-tokens", type=int, default=512)
     parser.add_argument("--extra-tokens", type=int, default=ExtraContextSettings().extra_tokens)
