@@ -8,6 +8,11 @@ The server runs twice per run: with the current file only in the prompt (context
 false: the floor's prompt) and with the default settings, where the other open files (the
 earlier cases) may add up to context.extraTokens of extra context to a cold prompt.
 
+Requests are automatic (as typing triggers them), so the server answers with one suggestion,
+as the floor does; --invoked asks as a user's shortcut does, for which the server also decodes
+the other choices (completion.choices) before answering. The server's cold prompt is a
+cold-start window (completion.coldStartMs); the floor's is the whole window.
+
     python bench/cold_start.py --runs 5
 """
 
@@ -69,7 +74,11 @@ def position_of(text: str, offset: int) -> types.Position:
     )
 
 
-async def server_run(cases: list[tuple[str, int]], options: dict[str, object]) -> dict[str, object]:
+async def server_run(
+    cases: list[tuple[str, int]],
+    options: dict[str, object],
+    trigger: types.InlineCompletionTriggerKind,
+) -> dict[str, object]:
     client = LanguageClient("bench", "0")
 
     @client.feature("lspInfer/status")
@@ -97,9 +106,7 @@ async def server_run(cases: list[tuple[str, int]], options: dict[str, object]) -
         types.InlineCompletionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             position=types.Position(line=1, character=11),
-            context=types.InlineCompletionContext(
-                trigger_kind=types.InlineCompletionTriggerKind.Invoked
-            ),
+            context=types.InlineCompletionContext(trigger_kind=trigger),
         )
     )
     first_at = time.perf_counter()
@@ -120,9 +127,7 @@ async def server_run(cases: list[tuple[str, int]], options: dict[str, object]) -
             types.InlineCompletionParams(
                 text_document=types.TextDocumentIdentifier(uri=case_uri),
                 position=position_of(text, offset),
-                context=types.InlineCompletionContext(
-                    trigger_kind=types.InlineCompletionTriggerKind.Invoked
-                ),
+                context=types.InlineCompletionContext(trigger_kind=trigger),
             )
         )
         latencies.append(time.perf_counter() - started)
@@ -190,14 +195,19 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--cases", type=int, default=5)
+    parser.add_argument("--invoked", action="store_true", help="invoked requests (choices)")
+    parser.add_argument("--options", default="{}", help="more initializationOptions (JSON)")
     args = parser.parse_args()
     cases = stdlib_cases(args.cases)
+    kinds = types.InlineCompletionTriggerKind
+    trigger = kinds.Invoked if args.invoked else kinds.Automatic
     server_first, raw_first, server_lat, raw_lat, init = [], [], [], [], []
     context_first, context_lat = [], []
     for _ in range(args.runs):
-        s = asyncio.run(server_run(cases, {"context": {"enabled": False}}))
+        more = json.loads(args.options)
+        s = asyncio.run(server_run(cases, {**more, "context": {"enabled": False}}, trigger))
         r = raw_run(cases, s["suggestions"])  # type: ignore[arg-type]
-        c = asyncio.run(server_run(cases, {}))
+        c = asyncio.run(server_run(cases, more, trigger))
         context_first.append(c["first_suggestion_s"])
         context_lat += c["latencies_s"]  # type: ignore[operator]
         init.append(s["initialize_s"])
