@@ -201,10 +201,10 @@ def main() -> None:
     cases = stdlib_cases(args.cases)
     kinds = types.InlineCompletionTriggerKind
     trigger = kinds.Invoked if args.invoked else kinds.Automatic
+    more = json.loads(args.options)
     server_first, raw_first, server_lat, raw_lat, init = [], [], [], [], []
     context_first, context_lat = [], []
     for _ in range(args.runs):
-        more = json.loads(args.options)
         s = asyncio.run(server_run(cases, {**more, "context": {"enabled": False}}, trigger))
         r = raw_run(cases, s["suggestions"])  # type: ignore[arg-type]
         c = asyncio.run(server_run(cases, more, trigger))
