@@ -29,12 +29,14 @@ import sys
 import time
 from pathlib import Path
 
-# The same thread-wait policy as `lsp-infer serve` (cli.prefer_passive_threads), set before
-# llama.cpp loads, so the raw figures and the server's are comparable.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
+
+from lsp_infer.cli import set_thread_waiting
+
+# How the server's llama.cpp threads wait (cli.set_thread_waiting), set before llama.cpp
+# loads (lsp_infer imports it lazily), so that the raw figures and the server's compare.
+set_thread_waiting()
 
 ADD = "def add(a, b):\n    return "
 

@@ -39,14 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# The same thread-wait policy as `lsp-infer serve` (cli.prefer_passive_threads), set before
-# llama.cpp loads, so the raw figures and the server's are comparable.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 import httpx
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from lsp_infer.cli import set_thread_waiting
 from lsp_infer.config import CompletionSettings, ModelSettings
 from lsp_infer.core.cancel import CancelToken
 from lsp_infer.core.engine import CompletionEngine
@@ -56,6 +53,10 @@ from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend, default_threads
 from lsp_infer.models import ensure_default_model
 from lsp_infer.stats import percentile
+
+# How the server's llama.cpp threads wait (cli.set_thread_waiting), set before llama.cpp
+# loads (lsp_infer imports it lazily), so that the raw figures and the server's compare.
+set_thread_waiting()
 
 STDLIB = Path(json.__file__).parent.parent
 # (module, function): the body of each function is typed, the rest of the file is there.

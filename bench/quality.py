@@ -39,7 +39,6 @@ import ast
 import asyncio
 import difflib
 import json
-import os
 import random
 import re
 import statistics
@@ -48,10 +47,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# The same thread-wait policy as `lsp-infer serve` (cli.prefer_passive_threads), set before
-# llama.cpp loads, so the raw figures and the server's are comparable.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
+from lsp_infer.cli import set_thread_waiting
 from lsp_infer.config import CompletionSettings, ExtraContextSettings, ModelSettings
 from lsp_infer.core.backend import JobOptions
 from lsp_infer.core.cancel import CancelToken
@@ -61,6 +57,10 @@ from lsp_infer.local.extra_context import OpenDocument, select
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
 from lsp_infer.text import TYPICAL_CHARS_PER_TOKEN
+
+# How the server's llama.cpp threads wait (cli.set_thread_waiting), set before llama.cpp
+# loads (lsp_infer imports it lazily), so that the raw figures and the server's compare.
+set_thread_waiting()
 
 STDLIB = Path(json.__file__).parent.parent
 MODULES = [

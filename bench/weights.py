@@ -25,11 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-# The server's thread-wait policy (cli.prefer_passive_threads), set before llama.cpp loads.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 from lsp_infer import models
+from lsp_infer.cli import set_thread_waiting
 from lsp_infer.local.llama_cpp import default_threads
+
+# How the server's llama.cpp threads wait (cli.set_thread_waiting), set before llama.cpp
+# loads (lsp_infer imports it lazily), so that the raw figures and the server's compare.
+set_thread_waiting()
 
 PROMPT_TOKENS = 512
 DECODE_TOKENS = 64

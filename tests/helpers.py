@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 from pytest_lsp import LanguageClient
 
+from lsp_infer.cli import thread_waiting
+
 
 def start_raw_request(
     client: LanguageClient, method: str, params: Any
@@ -92,9 +94,9 @@ def openai_server_command(api_key: str, port: int, threads: int = 2) -> list[str
 
 def start_openai_server(api_key: str, port: int, threads: int = 2) -> subprocess.Popen[bytes]:
     """Start the stand-in server on ``port`` and wait until it answers /v1/models."""
-    # OpenMP threads that spin while waiting crawl when the machine is busy with anything
-    # else (BENCHMARKS.md, "OpenMP wait policy"); lsp-infer sets the same for its own model.
-    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    # OpenMP threads that spin long while waiting crawl when the machine is busy with
+    # anything else (BENCHMARKS.md, "OpenMP wait policy"): the same waiting as lsp-infer's.
+    env = {**os.environ, **thread_waiting(os.environ)}
     process = subprocess.Popen(
         openai_server_command(api_key, port, threads),
         stdout=subprocess.DEVNULL,

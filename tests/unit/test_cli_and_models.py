@@ -18,8 +18,26 @@ from lsp_infer.cli import (
     serve_env,
     team_server_command,
     team_server_warnings,
+    thread_waiting,
     vllm_version_tuple,
 )
+
+
+@pytest.mark.parametrize(
+    ("environ", "added"),
+    [
+        # Nothing set: sleep after a short spin (libgomp reads the count; others the policy).
+        ({}, {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "1000"}),
+        ({"PATH": "/bin"}, {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "1000"}),
+        # The user's choice, either variable, wins whole: a count of ours would override
+        # their policy in libgomp.
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, {}),
+        ({"OMP_WAIT_POLICY": "PASSIVE"}, {}),
+        ({"GOMP_SPINCOUNT": "0"}, {}),
+    ],
+)
+def test_thread_waiting(environ: dict[str, str], added: dict[str, str]) -> None:
+    assert thread_waiting(environ) == added
 
 
 @pytest.mark.parametrize(
