@@ -1,12 +1,13 @@
-"""Why `lsp-infer serve` sets OMP_WAIT_POLICY=PASSIVE: llama.cpp's speed with spinning vs passive
-OpenMP threads, on a quiet machine and with one core busy (an editor's machine always is).
+"""Why `lsp-infer serve` sets the OpenMP waiting it does (cli.thread_waiting): llama.cpp's speed
+with spinning, passive and briefly spinning OpenMP threads, on a quiet machine and with one core
+busy (an editor's machine always is).
 
 Each measurement runs in a fresh process (the policy is read when llama.cpp loads): the default
 model with one thread per core evaluates 64 tokens to warm up, then (timed) a 400-token prompt
 from `difflib.py`, then decodes 80 single tokens. "one core busy" runs a pure-Python busy loop
 in another process meanwhile. Policies are interleaved run by run.
 
-    python bench/omp_wait.py            # 3 runs per cell, median
+    python bench/omp_wait.py            # 3 runs per cell, median; "serve" is the server's own
     python bench/omp_wait.py --policies ACTIVE,PASSIVE,default,spin=10000,spin=30000
 """
 
@@ -20,6 +21,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from lsp_infer.cli import thread_waiting
 
 MEASURE = r"""
 import difflib, json, os, time
@@ -49,10 +52,13 @@ def environment(policy: str) -> dict[str, str]:
     """The process environment for a policy cell, parts joined by "+": ACTIVE or PASSIVE
     (OMP_WAIT_POLICY), spin=N (GOMP_SPINCOUNT=N: libgomp spins N times at a barrier or
     between jobs, then sleeps; it overrides the policy's count), or "default" (neither
-    variable set: libgomp spins about 300000 times, then sleeps)."""
+    variable set: libgomp spins about 300000 times, then sleeps), or "serve" (what
+    `lsp-infer serve` sets when the user set neither)."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     for part in policy.split("+"):
-        if part.startswith("spin="):
+        if part == "serve":
+            env.update(thread_waiting({}))
+        elif part.startswith("spin="):
             env["GOMP_SPINCOUNT"] = part.removeprefix("spin=")
         elif part != "default":
             env["OMP_WAIT_POLICY"] = part
@@ -73,8 +79,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
         "--policies",
-        default="ACTIVE,PASSIVE",
-        help="of ACTIVE, PASSIVE, default, spin=N, or parts joined by +",
+        default="ACTIVE,PASSIVE,default,serve",
+        help="of ACTIVE, PASSIVE, default, spin=N, serve, or parts joined by +",
     )
     args = parser.parse_args()
     print(f"cores: {len(os.sched_getaffinity(0))}, runs per cell: {args.runs} (median)")

@@ -76,9 +76,9 @@ class Decoder:
         return [self.argmax(i) for i in range(len(tokens))]
 
     def start(self, prompt: list[int], first: int) -> None:
-        """The prompt evaluated but for its last token; ``first`` is the first output token
-        (the server's, which may be a healed one)."""
-        self.llm.n_tokens = len(prompt) - 1
+        """Decode after ``prompt``, evaluated but for its last token (each way starts by
+        evaluating that again); ``first`` is the first output token (the server's, which may
+        be a healed one)."""
         self.prompt, self.first = prompt, first
 
     def one_at_a_time(self) -> tuple[list[int], float, int]:
