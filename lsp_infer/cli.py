@@ -45,6 +45,16 @@ def thread_waiting(environ: Mapping[str, str]) -> dict[str, str]:
     return {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": THREAD_SPIN_COUNT}
 
 
+def describe_thread_waiting(environ: Mapping[str, str]) -> tuple[str, bool]:
+    """How llama.cpp's threads wait, in words for `lsp-infer doctor`, and whether it is
+    lsp-infer's own setting (False: the user set the variables)."""
+    ours = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": THREAD_SPIN_COUNT}
+    shown = ", ".join(f"{name}={environ.get(name, '(unset)')}" for name in ours)
+    if all(environ.get(name) == value for name, value in ours.items()):
+        return f"threads spin {THREAD_SPIN_COUNT} times, then sleep ({shown})", True
+    return f"thread waiting set in the environment: {shown}", False
+
+
 def set_thread_waiting() -> None:
     """thread_waiting for this process. Must run before llama.cpp loads (OpenMP reads the
     variables then)."""

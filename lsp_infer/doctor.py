@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from lsp_infer import __version__, models
+from lsp_infer.cli import THREAD_SPIN_COUNT, describe_thread_waiting
 from lsp_infer.config import (
     ENV_OVERRIDES,
     ModelSettings,
@@ -110,6 +111,12 @@ def _check_settings(checks: Checks, settings_file: str | None) -> Settings:
     checks.section("Threads")
     threads = settings.model.n_threads or default_threads()
     checks.ok(f"{threads} model threads ({os.cpu_count()} cores on this machine)")
+    waiting, ours = describe_thread_waiting(os.environ)
+    if ours:
+        checks.ok(waiting)
+    else:  # the user's choice, which can halve decoding or keep a core busy while idle
+        own = f"PASSIVE with {THREAD_SPIN_COUNT} spins"
+        checks.note(f'{waiting}; lsp-infer\'s own is {own} (README, "Troubleshooting")')
     return settings
 
 

@@ -4,6 +4,8 @@ clear warning and the model runs on the CPU, and `lsp-infer doctor` says so plai
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from pytest_lsp import LanguageClient
 
@@ -59,4 +61,8 @@ def test_doctor_says_the_build_has_no_gpu() -> None:
     assert "llama.cpp devices: CPU" in done.stdout
     assert "no GPU support: the model runs on the CPU" in done.stdout
     assert "model.gpuLayers is 4, but this build cannot offload" in done.stdout
+    # How the threads wait, set by the command itself (server_env passes no OpenMP variables
+    # unless the machine running the tests sets them).
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        assert "threads spin 1000 times, then sleep" in done.stdout
     assert done.returncode == 1  # asking for GPU layers here is a problem to fix

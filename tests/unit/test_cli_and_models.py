@@ -12,6 +12,7 @@ from lsp_infer import models
 from lsp_infer.cli import (
     UsageError,
     build_parser,
+    describe_thread_waiting,
     main,
     offset_for,
     parse_location,
@@ -38,6 +39,42 @@ from lsp_infer.cli import (
 )
 def test_thread_waiting(environ: dict[str, str], added: dict[str, str]) -> None:
     assert thread_waiting(environ) == added
+
+
+@pytest.mark.parametrize(
+    ("environ", "said", "ours"),
+    [
+        # What `serve` and `doctor` set when the user set nothing.
+        (
+            {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "1000"},
+            "threads spin 1000 times, then sleep (OMP_WAIT_POLICY=PASSIVE, GOMP_SPINCOUNT=1000)",
+            True,
+        ),
+        # The user's choice is shown as it is, the variable they left out too.
+        (
+            {"OMP_WAIT_POLICY": "ACTIVE"},
+            "thread waiting set in the environment: OMP_WAIT_POLICY=ACTIVE, GOMP_SPINCOUNT=(unset)",
+            False,
+        ),
+        (
+            {"OMP_WAIT_POLICY": "PASSIVE"},
+            "thread waiting set in the environment: OMP_WAIT_POLICY=PASSIVE, "
+            "GOMP_SPINCOUNT=(unset)",
+            False,
+        ),
+        (
+            {"GOMP_SPINCOUNT": "0"},
+            "thread waiting set in the environment: OMP_WAIT_POLICY=(unset), GOMP_SPINCOUNT=0",
+            False,
+        ),
+    ],
+)
+def test_describe_thread_waiting(environ: dict[str, str], said: str, ours: bool) -> None:
+    assert describe_thread_waiting(environ) == (said, ours)
+
+
+def test_what_thread_waiting_sets_is_described_as_our_own() -> None:
+    assert describe_thread_waiting(thread_waiting({}))[1]
 
 
 @pytest.mark.parametrize(
