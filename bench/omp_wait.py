@@ -1,4 +1,4 @@
-"""Why `lsp-infer serve` sets the OpenMP waiting it does (cli.thread_waiting): llama.cpp's speed
+"""Why `lsp-infer serve` sets the OpenMP waiting it does (threads.thread_waiting): llama.cpp's speed
 with spinning, passive and briefly spinning OpenMP threads, on a quiet machine and with one core
 busy (an editor's machine always is).
 
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from lsp_infer.cli import thread_waiting
+from lsp_infer.threads import thread_waiting
 
 MEASURE = r"""
 import difflib, json, os, time

@@ -47,7 +47,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsp_infer.cli import set_thread_waiting
 from lsp_infer.config import CompletionSettings, ExtraContextSettings, ModelSettings
 from lsp_infer.core.backend import JobOptions
 from lsp_infer.core.cancel import CancelToken
@@ -57,8 +56,9 @@ from lsp_infer.local.extra_context import OpenDocument, select
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
 from lsp_infer.text import TYPICAL_CHARS_PER_TOKEN
+from lsp_infer.threads import set_thread_waiting
 
-# How the server's llama.cpp threads wait (cli.set_thread_waiting), set before llama.cpp
+# How the server's llama.cpp threads wait (threads.set_thread_waiting), set before llama.cpp
 # loads (lsp_infer imports it lazily), so that the raw figures and the server's compare.
 set_thread_waiting()
 

@@ -31,14 +31,14 @@ from typing import Any
 import numpy as np
 from quality import Hole, cross_holes, local_holes
 
-from lsp_infer.cli import set_thread_waiting
 from lsp_infer.config import CompletionSettings, ModelSettings
 from lsp_infer.core.cancel import CancelToken
 from lsp_infer.core.engine import CompletionEngine
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
+from lsp_infer.threads import set_thread_waiting
 
-# How the server's llama.cpp threads wait (cli.set_thread_waiting), set before llama.cpp
+# How the server's llama.cpp threads wait (threads.set_thread_waiting), set before llama.cpp
 # loads (lsp_infer imports it lazily), so that the raw figures and the server's compare.
 set_thread_waiting()
 

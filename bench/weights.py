@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from lsp_infer import models
-from lsp_infer.cli import set_thread_waiting
 from lsp_infer.local.llama_cpp import default_threads
+from lsp_infer.threads import set_thread_waiting
 
-# How the server's llama.cpp threads wait (cli.set_thread_waiting), set before llama.cpp
+# How the server's llama.cpp threads wait (threads.set_thread_waiting), set before llama.cpp
 # loads (lsp_infer imports it lazily), so that the raw figures and the server's compare.
 set_thread_waiting()
 

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from lsp_infer import __version__, models
-from lsp_infer.cli import THREAD_SPIN_COUNT, describe_thread_waiting
 from lsp_infer.config import (
     ENV_OVERRIDES,
     ModelSettings,
@@ -30,6 +29,7 @@ from lsp_infer.config import (
     load_settings,
     shown_url,
 )
+from lsp_infer.threads import THREAD_SPIN_COUNT, describe_thread_waiting
 
 if TYPE_CHECKING:
     from lsp_infer.local.llama_cpp import LoadedModel

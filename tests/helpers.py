@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 from pytest_lsp import LanguageClient
 
-from lsp_infer.cli import thread_waiting
+from lsp_infer.threads import thread_waiting
 
 
 def start_raw_request(

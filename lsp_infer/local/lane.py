@@ -3,7 +3,7 @@
 llama.cpp contexts are not thread-safe, and keeping the model off pygls' shared thread pool
 means a busy model never delays reading the next message (e.g. a ``$/cancelRequest``). One
 thread also means one OpenMP thread pool: llama.cpp work from a second thread starts another,
-and with more OpenMP threads than cores libgomp cuts its spinning short (cli.thread_waiting):
+and with more OpenMP threads than cores libgomp cuts its spinning short (threads.thread_waiting):
 decoding went from 43 to 76-84 ms a token in a two-core check, even back on the first thread.
 """
 

@@ -12,16 +12,15 @@ from lsp_infer import models
 from lsp_infer.cli import (
     UsageError,
     build_parser,
-    describe_thread_waiting,
     main,
     offset_for,
     parse_location,
     serve_env,
     team_server_command,
     team_server_warnings,
-    thread_waiting,
     vllm_version_tuple,
 )
+from lsp_infer.threads import describe_thread_waiting, thread_waiting
 
 
 @pytest.mark.parametrize(
