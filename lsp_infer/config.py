@@ -57,12 +57,17 @@ class ModelSettings:
     # a file's prompt again; 0 keeps none. About 12 KB a token for the default model: 256 MB
     # holds some twenty files' prompts (BENCHMARKS.md, "Switching files").
     state_cache_mb: int = _bounded(256, 0, 65536)
+    # Disk for those states, so that they outlive the server (an editor restarted): the first
+    # suggestion in a file seen before is then no cold start. 0 (the default) writes none.
+    # Only file: documents, in the user cache's kv-states directory (LSP_INFER_STATE_DIR).
+    state_disk_mb: int = _bounded(0, 0, 1048576)
 
     def load_key(self) -> Hashable:
-        """What loading the model depends on (the state cache's bound changes without a
+        """What loading the model depends on (the state cache's bounds change without a
         reload)."""
+        bounds = ("state_cache_mb", "state_disk_mb")
         return tuple(
-            getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "state_cache_mb"
+            getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in bounds
         )
 
 
@@ -221,6 +226,7 @@ ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "LSP_INFER_FIM_TEMPLATE": ("model", "fim_template"),
     "LSP_INFER_GPU_LAYERS": ("model", "gpu_layers"),
     "LSP_INFER_STATE_CACHE_MB": ("model", "state_cache_mb"),
+    "LSP_INFER_STATE_DISK_MB": ("model", "state_disk_mb"),
     "LSP_INFER_REQUANTIZE": ("model", "requantize"),
     "LSP_INFER_MAX_TOKENS": ("completion", "max_tokens"),
     "LSP_INFER_TEAM_URL": ("team", "url"),

@@ -18,6 +18,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lsp_infer.local.kv_files import KvStateFiles
 from lsp_infer.local.kv_reuse import ReusePlan, common_prefix, plan_reuse
 from lsp_infer.local.kv_states import Kind, KvState, KvStates
 
@@ -34,13 +35,17 @@ class CacheStats:
 
 
 class KvCache:
-    def __init__(self, llm: Any, states: KvStates, model: Hashable) -> None:
+    def __init__(
+        self, llm: Any, states: KvStates, model: Hashable, files: KvStateFiles | None = None
+    ) -> None:
         self._llm = llm
         self.states = states
         self.model = model  # the loaded model and its settings: states of another never fit
+        self.files = files  # the live states on disk, across restarts (kv_files.py)
         self.owner: str | None = None  # the document whose prompt the cache holds
         self.stats = CacheStats()
         self._seen: set[str] = set()  # documents whose prompt the cache has held
+        self._looked_on_disk: set[str] = set()  # documents whose file was looked for
         import llama_cpp
 
         self._can_shift = bool(llama_cpp.llama_memory_can_shift(self._memory()))
@@ -66,6 +71,8 @@ class KvCache:
         cache last held it, or the part a stopped background evaluation did (parked), which
         serves a request too (a warm stopped by the first suggestion's request)."""
         best: tuple[Kind, KvState, ReusePlan] | None = None
+        if "live" in kinds and document:
+            self._look_on_disk(document)
         for kind in kinds if document else ():
             kept = self.states.get(document, kind, self.model)
             if kept is not None:
@@ -73,6 +80,18 @@ class KvCache:
                 if best is None or plan.reused > best[2].reused:
                     best = (kind, kept, plan)
         return best
+
+    def _look_on_disk(self, document: str) -> None:
+        """The first time a document is asked for: its state from disk (written by this server
+        or an earlier one) becomes its live entry, unless it has one."""
+        if self.files is None or document in self._looked_on_disk or not self.states.enabled:
+            return
+        self._looked_on_disk.add(document)
+        if self.states.get(document, "live", self.model) is not None:
+            return
+        state = self.files.load(document, self.model, state_buffer)
+        if state is not None:
+            self.states.put(document, "live", state, counted=False)
 
     def reusable(
         self, document: str, prompt: Sequence[int], kinds: Sequence[Kind] = ("live", "parked")
@@ -98,13 +117,18 @@ class KvCache:
             kind, kept, kept_plan = best
             if self.restore(kept):
                 plan = kept_plan
-                self.states.stats.restores += 1
+                if kept.from_disk:
+                    self.states.stats.disk_restores += 1
+                else:
+                    self.states.stats.restores += 1
                 if kind == "parked":  # now the cache's own: kept again as live if need be
                     self.states.drop(document, "parked")
             else:  # never a wrong answer: the prompt is evaluated afresh
                 plan = ReusePlan(0)
                 self.states.drop(document, kind)
                 self.states.stats.failures += 1
+                if kind == "live" and self.files is not None:
+                    self.files.drop(document)
         self._apply(plan)
         if document:
             self.owner = document
@@ -124,9 +148,13 @@ class KvCache:
             # The old copy goes first: never two of one document's prompt at once.
             self.states.drop(self.owner, "live")
             try:
-                self.states.put(self.owner, "live", self.snapshot())
+                state = self.snapshot()
             except MemoryError:  # memory pressure never fails a request: keep nothing
                 self.states.drop(self.owner, "live")
+                return
+            self.states.put(self.owner, "live", state)
+            if self.files is not None:  # written through: a server killed keeps it too
+                self.files.save_later(self.owner, state)
 
     def _apply(self, plan: ReusePlan) -> None:
         """Shift the plan's runs into place; the cache then holds ``plan.reused`` tokens."""
@@ -187,11 +215,27 @@ class KvCache:
         self._llm.n_tokens = 0
 
     def forget(self, document: str) -> None:
-        """The document closed: its kept states go, and nothing is saved for it later."""
+        """The document closed: its kept states go, and nothing is saved for it later (but on
+        disk, where its prompt waits for the document to be opened again)."""
+        if self.owner == document:
+            self.save_owner_to_disk()
         self.states.drop(document)
         self._seen.discard(document)
+        self._looked_on_disk.discard(document)
         if self.owner == document:
             self.owner = None
+
+    def save_owner_to_disk(self) -> None:
+        """Write what the cache holds under its document (closing it, or the server)."""
+        if self.files is None or not self.owner or self._llm.n_tokens < KEEP_AT_LEAST:
+            return
+        if not self.states.enabled:
+            return
+        try:
+            state = self.snapshot()
+        except MemoryError:
+            return
+        self.files.save_later(self.owner, state)
 
 
 def state_buffer(size: int) -> ctypes.Array[ctypes.c_uint8]:

@@ -37,6 +37,7 @@ class KvState:
     tokens: tuple[int, ...]
     data: Any  # a ctypes byte array (llama_state_seq_get_data), or bytes in tests
     model: Hashable  # the model (and its settings) it was made with
+    from_disk: bool = False  # read from a file (kv_files.py), not copied out of this cache
 
     @property
     def nbytes(self) -> int:
@@ -50,6 +51,7 @@ class StateStats:
     evictions: int = 0  # entries dropped for room
     saves: int = 0  # states copied out
     failures: int = 0  # states that would not restore (dropped; the prompt evaluated afresh)
+    disk_restores: int = 0  # states restored as read from disk (kv_files.py), not counted above
 
 
 class KvStates:
@@ -111,16 +113,17 @@ class KvStates:
         with self._lock:
             self._aside = max(0, self._aside - nbytes)
 
-    def put(self, uri: str, kind: Kind, state: KvState) -> bool:
+    def put(self, uri: str, kind: Kind, state: KvState, counted: bool = True) -> bool:
         """Keep ``state`` as the document's entry of that kind (replacing the old one);
-        False when the cache is off or the state alone is larger than the bound."""
+        False when the cache is off or the state alone is larger than the bound.
+        ``counted``: a save (a state read from disk is not)."""
         with self._lock:
             self._entries.pop((uri, kind), None)
             if not self.enabled or state.nbytes + self._aside > self.max_bytes:
                 return False
             self._evict_for(state.nbytes)
             self._entries[(uri, kind)] = state
-            self.stats.saves += 1
+            self.stats.saves += counted
             return True
 
     def get(self, uri: str, kind: Kind, model: Hashable) -> KvState | None:
@@ -171,4 +174,5 @@ class KvStates:
                 "evictions": self.stats.evictions,
                 "saves": self.stats.saves,
                 "failures": self.stats.failures,
+                "diskRestores": self.stats.disk_restores,
             }

@@ -38,6 +38,7 @@ from lsp_infer.core.prompts import (
 from lsp_infer.core.window import fit_window, smaller_budgets, smaller_suffix_tokens
 from lsp_infer.local.devices import Device, describe_devices, gpu_layers_for
 from lsp_infer.local.kv_cache import KEEP_AT_LEAST, KvCache
+from lsp_infer.local.kv_files import KvStateFiles, default_directory
 from lsp_infer.local.kv_reuse import common_prefix
 from lsp_infer.local.kv_states import KvState, KvStates
 from lsp_infer.local.lane import ModelLane
@@ -183,6 +184,8 @@ class LlamaCppBackend:
         """(Re)load the model for these settings; no-op if they did not change (but for the
         state cache's bound, which applies at once)."""
         self.states.resize(settings.state_cache_mb * 2**20)
+        if self.cache is not None and self.cache.files is not None:
+            self.cache.files.max_bytes = settings.state_disk_mb * 2**20
         loaded = self._settings.load_key() if self._settings else None
         if self.state == "ready" and settings.load_key() == loaded:
             return
@@ -249,7 +252,12 @@ class LlamaCppBackend:
         self._stop_ids = self._find_stop_ids(template)
         self._install_abort_callback()
         n_layers = int(llama_cpp.llama_model_n_layer(llm.model))
-        self.cache = KvCache(llm, self.states, (str(resolved.path), settings.load_key()))
+        model_key = (str(resolved.path), settings.load_key())
+        # Files also depend on this llama.cpp build: its state format.
+        files = KvStateFiles(
+            default_directory(), settings.state_disk_mb * 2**20, (llama_cpp.__version__, model_key)
+        )
+        self.cache = KvCache(llm, self.states, model_key, files)
         self._warm_up()
         return LoadedModel(
             resolved=resolved, name=name,
@@ -324,6 +332,8 @@ class LlamaCppBackend:
         self._special_ids = {}
         self._pieces = None
         self._candidates = {}
+        if self.cache is not None and self.cache.files is not None:
+            self.cache.files.close()  # what is still queued is given up: a reload or exit
         self.cache = None
         self.states.clear()
 
@@ -613,6 +623,13 @@ class LlamaCppBackend:
             "background evaluation stopped at %d of %d prompt tokens; cache put back in %.0f ms",
             len(parked.tokens), total, (time.monotonic() - stopped) * 1000,
         )  # fmt: skip
+
+    def save_states(self, timeout: float) -> None:
+        """At shutdown: what the cache holds goes to disk with the states written before it
+        (model.stateDiskMb), waiting up to ``timeout`` seconds for the writes."""
+        if self.cache is not None and self.cache.files is not None:
+            self.cache.save_owner_to_disk()
+            self.cache.files.flush(timeout)
 
     def forget(self, document: str) -> None:
         """A document closed: its kept states go (on the lane, after the work queued)."""

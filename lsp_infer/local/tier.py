@@ -92,6 +92,19 @@ class LocalTier:
         # Its kept KV states go too; on the lane, behind the work already queued.
         self.lane.submit(self.backend.forget, uri).add_done_callback(_retrieve)
 
+    async def save_states(self, timeout: float = 5.0) -> None:
+        """Before shutdown: the work in flight stops, and the documents' evaluated prompts go
+        to disk (model.stateDiskMb), for a later server."""
+        if self.backend.state != "ready" or self._requested_model is None:
+            return
+        if not self._requested_model.state_disk_mb:
+            return
+        self.completions.shutdown()
+        try:
+            await asyncio.wait_for(self.lane.submit(self.backend.save_states, timeout), timeout)
+        except (TimeoutError, asyncio.CancelledError, RuntimeError, OSError) as exc:
+            log.warning("the KV states were not all written at shutdown: %r", exc)
+
     def shutdown(self) -> None:
         self.completions.shutdown()
         self.lane.shutdown()
@@ -104,6 +117,8 @@ class LocalTier:
         backend, loaded = self.backend, self.backend.loaded
         cache = backend.cache.stats if backend.cache is not None else None
         stats["stateCache"] = backend.states.as_json()
+        files = backend.cache.files if backend.cache is not None else None
+        stats["stateCache"]["disk"] = files.as_json() if files is not None else None
         stats["kvShifts"] = cache.shifts if cache else 0
         stats["tokensShifted"] = cache.tokens_shifted if cache else 0
         stats["stableFinished"] = backend.stats.stable_finished

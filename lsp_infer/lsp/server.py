@@ -314,6 +314,7 @@ def _register_lifecycle(server: LspInferServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: LspInferServer, params: Any) -> None:
+        await ls.local.save_states()
         ls.stop()
         await ls.close_team()
 

@@ -109,6 +109,14 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     description: 'Memory (MB) for files\' evaluated prompts, so that switching between files does not evaluate a file\'s prompt again. 0: keep none.',
   },
   {
+    key: 'model.stateDiskMb',
+    type: 'integer',
+    default: 0,
+    minimum: 0,
+    maximum: 1048576,
+    description: 'Disk (MB) for files\' evaluated prompts, so that they outlive the server: after a restart, the first suggestion in a file seen before is no cold start. Kept in the user cache (kv-states), file: documents only. 0: write none.',
+  },
+  {
     key: 'model.requantize',
     type: 'string',
     default: 'off',
@@ -238,7 +246,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     type: 'string',
     default: 'chat',
     enum: TEAM_APIS,
-    description: 'Team tier: `chat` (`/v1/chat/completions`, with the model\'s chat template) or `completions` (`/v1/completions` with a plain prompt; a batch goes as one list of prompts).',
+    description: 'Team tier: `chat` (`/v1/chat/completions`, with the model\'s chat template) or `completions` (`/v1/completions` with a plain prompt). Either way one streamed request per file.',
   },
   {
     key: 'team.timeoutMs',
@@ -270,7 +278,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     default: 4,
     minimum: 1,
     maximum: 64,
-    description: 'Team tier: requests in flight per batch.',
+    description: 'Team tier: refactor requests in flight at once, across batches.',
   },
   {
     key: 'team.batchWindowMs',
@@ -286,7 +294,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     default: 2,
     minimum: 0,
     maximum: 10,
-    description: 'Team tier: retries for connection errors and HTTP 429/503 (honouring Retry-After).',
+    description: 'Team tier: retries for failed connections and HTTP 429/502/503/504 (honouring Retry-After).',
   },
   {
     key: 'team.priority',
