@@ -28,17 +28,21 @@ smaller window (completion.coldStartMs), of all generations.
     python bench/multifile.py --switch-every 0 --parts typing --configs on   # one file at a time
     python bench/multifile.py --configs on,q4_0   # as shipped vs model.requantize q4_0
     python bench/multifile.py --parts typing --configs on,warm --look-ms 2000  # lspInfer/warm
+    python bench/multifile.py --parts typing --configs on,disk   # states also written to disk
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import atexit
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +66,7 @@ CONFIGS = {
     "on": {},
     "q4_0": {"model": {"requantize": "q4_0"}},  # the cache on, the model requantized
     "warm": {},  # the cache on, and the client sends lspInfer/warm on a switch
+    "disk": {"model": {"stateDiskMb": 512}},  # the cache on, and its states written to disk
 }
 WARMING = {"warm"}  # the configurations whose client warms
 
@@ -164,7 +169,11 @@ def rss_mb(pid: int) -> float:
 
 def start(options: dict[str, Any]) -> RawServer:
     log_file = os.environ.get("MULTIFILE_SERVER_LOG", "")
-    server = RawServer(root=Path("/bench"), log_file=log_file)
+    # States on disk (the disk configuration) go to a directory of this server's own: a run
+    # never starts from what an earlier one left.
+    states = tempfile.mkdtemp(prefix="lsp-infer-multifile-")
+    atexit.register(shutil.rmtree, states, ignore_errors=True)
+    server = RawServer(root=Path("/bench"), log_file=log_file, env={"LSP_INFER_STATE_DIR": states})
     server.initialize(options)
     server.wait(server.request("lspInfer/stats", {}), timeout=120)  # the model is loading
     return server

@@ -83,7 +83,11 @@ class KvStateFiles:
             return
         with self._lock:
             self._pending[uri] = state
-        self._writer.submit(self._write_pending, uri)
+        try:
+            self._writer.submit(self._write_pending, uri)
+        except RuntimeError:  # closed (the model reloading): the state is not written
+            with self._lock:
+                self._pending.pop(uri, None)
 
     def _write_pending(self, uri: str) -> None:
         with self._lock:
@@ -133,10 +137,10 @@ class KvStateFiles:
 
     def flush(self, timeout: float) -> bool:
         """Wait (up to ``timeout`` seconds) until what was queued is written."""
-        done: Future[None] = self._writer.submit(lambda: None)
         try:
+            done: Future[None] = self._writer.submit(lambda: None)
             done.result(timeout)
-        except TimeoutError:
+        except (TimeoutError, RuntimeError):  # RuntimeError: closed
             return False
         return True
 
@@ -165,7 +169,8 @@ class KvStateFiles:
         if state is None:
             _delete(path)
             return None
-        os.utime(path)  # used: the last to be pruned
+        with contextlib.suppress(OSError):  # used: the last to be pruned
+            os.utime(path)
         self.loads += 1
         return state
 
@@ -175,10 +180,15 @@ class KvStateFiles:
         if file.readline() != _MAGIC:
             return None
         header = json.loads(file.readline())
-        if header.get("key") != self.key:
+        if not isinstance(header, dict) or header.get("key") != self.key:
             return None
-        count, size = int(header["tokens"]), int(header["bytes"])
+        count, size = header.get("tokens"), header.get("bytes")
+        if not isinstance(count, int) or not isinstance(size, int) or min(count, size) < 0:
+            return None
         tokens = array.array(_TOKEN)
+        # The sizes must add up to the file's before anything is read by them.
+        if file.tell() + count * tokens.itemsize + size != os.fstat(file.fileno()).st_size:
+            return None
         raw = file.read(count * tokens.itemsize)
         if len(raw) != count * tokens.itemsize:
             return None

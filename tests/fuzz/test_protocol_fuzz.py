@@ -227,23 +227,29 @@ def multi_session(draw: st.DrawFn) -> list[tuple[str, int, object]]:
 
 
 @pytest.fixture(scope="module")
-def switching_server() -> Iterator[RawServer]:
-    raw = RawServer()
+def switching_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawServer]:
+    states = tmp_path_factory.mktemp("kv-states")
+    raw = RawServer(env={"LSP_INFER_STATE_DIR": str(states)})
     # A state cache of 2 MB holds one of these prompts (about 140 tokens, 12 KB each): a
-    # switch back restores it, one to a third document evicts it.
+    # switch back restores it, one to a third document evicts it. The states also go to disk
+    # (4 MB: a couple of them, pruned all the time), and a document closed and opened again
+    # reads its own back.
     raw.initialize({
-        "debug": True, "model": {"stateCacheMb": 2},
+        "debug": True, "model": {"stateCacheMb": 2, "stateDiskMb": 4},
         "completion": {"maxTokens": 4, "contextTokens": 128, "precompute": False},
     })  # fmt: skip
     yield raw
     assert raw.stray == [], f"non-LSP output on stdout: {raw.stray[:3]}"
     stats = raw.wait(raw.request("lspInfer/stats", {}))["result"]
     raw.close()
+    on_disk = sum(path.stat().st_size for path in states.glob("*.kv"))
+    assert on_disk <= 4 * 2**20, on_disk  # the bound held
     if EXAMPLES >= 200:  # a campaign: the cache was exercised, not just present
         cache = stats["stateCache"]
         # RELIABILITY.md
         sys.stderr.write(f"state cache after the campaign: {cache}; warms {stats['warms']}\n")
         assert cache["restores"] > 0 and cache["evictions"] > 0, cache
+        assert cache["disk"]["writes"] > 0 and cache["disk"]["loads"] > 0, cache
 
 
 @CAMPAIGN_TIMEOUT

@@ -3,6 +3,7 @@ another model, a truncated file, an untitled buffer, a full bound — is never r
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -105,6 +106,16 @@ def test_a_file_that_does_not_read_back_is_deleted(tmp_path: Path) -> None:
     assert store.load(URI, MODEL) is None and not path.exists()
     path.write_bytes(b"lsp-infer kv state 1\n{not json\n")
     assert store.load(URI, MODEL) is None and not path.exists()
+    key = json.dumps(store.key)
+    for header in (
+        "[1, 2]",  # JSON, but not a header
+        f'{{"key": {key}}}',  # no sizes
+        f'{{"key": {key}, "tokens": "3", "bytes": 4}}',
+        f'{{"key": {key}, "tokens": -1, "bytes": 4}}',
+        f'{{"key": {key}, "tokens": 1, "bytes": 1000000000000}}',  # read nothing by it
+    ):
+        path.write_bytes(b"lsp-infer kv state 1\n" + header.encode() + b"\n" + b"\0" * 8)
+        assert store.load(URI, MODEL) is None and not path.exists(), header
 
 
 def test_the_newest_state_of_a_document_wins(tmp_path: Path) -> None:
@@ -157,3 +168,10 @@ def test_the_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert default_directory() == tmp_path
     monkeypatch.delenv("LSP_INFER_STATE_DIR")
     assert default_directory().name == "kv-states"
+
+
+def test_a_closed_store_writes_nothing_and_raises_nothing(tmp_path: Path) -> None:
+    store = files(tmp_path)
+    store.close()
+    store.save_later(URI, state())
+    assert not store.flush(1) and list(tmp_path.iterdir()) == []
