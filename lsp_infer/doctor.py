@@ -75,6 +75,7 @@ def run_doctor(say: Say, settings_file: str | None = None) -> int:
         f"llama-cpp-python {_version('llama-cpp-python')}"
     )
     settings = _check_settings(checks, settings_file)
+    _check_states(checks, settings.model)
     _check_model(checks, settings)
     _check_team(checks, settings.team)  # whether or not the model loads
     return _summary(checks)
@@ -118,6 +119,30 @@ def _check_settings(checks: Checks, settings_file: str | None) -> Settings:
         own = f"PASSIVE with {THREAD_SPIN_COUNT} spins"
         checks.note(f'{waiting}; lsp-infer\'s own is {own} (README, "Troubleshooting")')
     return settings
+
+
+def _check_states(checks: Checks, model: ModelSettings) -> None:
+    """Where files' evaluated prompts are kept: RAM (model.stateCacheMb), disk
+    (model.stateDiskMb) and what the disk holds now."""
+    from lsp_infer.local.kv_files import default_directory, state_files
+
+    checks.section("Evaluated prompts (KV states)")
+    if model.state_cache_mb:
+        checks.ok(f"up to {model.state_cache_mb} MB of RAM (model.stateCacheMb)")
+    else:
+        checks.note("not kept: model.stateCacheMb is 0 (coming back to a file is a cold start)")
+    directory = default_directory()
+    held = [size for _, size, _ in state_files(directory)]
+    on_disk = f"{len(held)} files, {sum(held) / 2**20:.1f} MB, in {directory}"
+    if not model.state_disk_mb:
+        checks.ok("not kept on disk (model.stateDiskMb is 0)" + (f"; {on_disk}" if held else ""))
+    elif not model.state_cache_mb:
+        checks.bad(
+            f"model.stateDiskMb is {model.state_disk_mb}, but nothing is kept to write",
+            "set model.stateCacheMb above 0, or model.stateDiskMb to 0",
+        )
+    else:
+        checks.ok(f"up to {model.state_disk_mb} MB on disk (model.stateDiskMb): {on_disk}")
 
 
 def _check_model(checks: Checks, settings: Settings) -> bool:

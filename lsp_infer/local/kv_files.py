@@ -52,6 +52,18 @@ def default_directory() -> Path:
     return Path(platformdirs.user_cache_dir("lsp-infer", appauthor=False)) / "kv-states"
 
 
+def state_files(directory: Path) -> list[tuple[float, int, Path]]:
+    """The state files in ``directory``: (last used, size, path)."""
+    found = []
+    for path in directory.glob("*" + _SUFFIX):
+        try:
+            status = path.stat()
+        except OSError:  # pruned by another server meanwhile
+            continue
+        found.append((status.st_mtime, status.st_size, path))
+    return found
+
+
 def persistable(uri: str) -> bool:
     return uri.startswith("file:")
 
@@ -119,14 +131,7 @@ class KvStateFiles:
 
     def _prune(self) -> None:
         """Delete the least recently used files until the rest fit the bound."""
-        files = []
-        for path in self.directory.glob("*" + _SUFFIX):
-            try:
-                status = path.stat()
-            except FileNotFoundError:  # pruned by another server meanwhile
-                continue
-            files.append((status.st_mtime, status.st_size, path))
-        files.sort()
+        files = sorted(state_files(self.directory))
         total = sum(size for _, size, _ in files)
         for _, size, path in files:
             if total <= self.max_bytes:

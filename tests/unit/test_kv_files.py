@@ -175,3 +175,39 @@ def test_a_closed_store_writes_nothing_and_raises_nothing(tmp_path: Path) -> Non
     store.close()
     store.save_later(URI, state())
     assert not store.flush(1) and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("cache_mb", "disk_mb", "files_there", "said", "problems"),
+    [
+        (256, 0, 0, ["up to 256 MB of RAM", "not kept on disk (model.stateDiskMb is 0)"], 0),
+        # Files an earlier setting left are still worth a mention (and where they are).
+        (256, 0, 2, ["not kept on disk (model.stateDiskMb is 0); 2 files"], 0),
+        (256, 64, 2, ["up to 64 MB on disk (model.stateDiskMb): 2 files, "], 0),
+        (0, 0, 0, ["note  not kept: model.stateCacheMb is 0"], 0),
+        (0, 64, 0, ["FAIL  model.stateDiskMb is 64, but nothing is kept to write"], 1),
+    ],
+)
+def test_doctor_says_where_states_are_kept(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    cache_mb: int,
+    disk_mb: int,
+    files_there: int,
+    said: list[str],
+    problems: int,
+) -> None:
+    from lsp_infer.config import ModelSettings
+    from lsp_infer.doctor import Checks, _check_states
+
+    monkeypatch.setenv("LSP_INFER_STATE_DIR", str(tmp_path))
+    for index in range(files_there):
+        (tmp_path / f"{index}.kv").write_bytes(b"x" * 2**19)
+    lines: list[str] = []
+    checks = Checks(lines.append)
+    _check_states(checks, ModelSettings(state_cache_mb=cache_mb, state_disk_mb=disk_mb))
+    output = "\n".join(lines)
+    assert all(part in output for part in said), output
+    assert checks.problems == problems
+    if files_there:
+        assert f"1.0 MB, in {tmp_path}" in output
