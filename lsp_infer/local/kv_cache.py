@@ -89,9 +89,14 @@ class KvCache:
         self._looked_on_disk.add(document)
         if self.states.get(document, "live", self.model) is not None:
             return
-        state = self.files.load(document, self.model, state_buffer)
+        state = self.files.load(document, self.model, self._room_for)
         if state is not None:
             self.states.put(document, "live", state, counted=False)
+
+    def _room_for(self, size: int) -> ctypes.Array[ctypes.c_uint8]:
+        """A buffer for a state read from disk, made room for first (the bound covers it)."""
+        self.states.make_room(size)
+        return state_buffer(size)
 
     def reusable(
         self, document: str, prompt: Sequence[int], kinds: Sequence[Kind] = ("live", "parked")
