@@ -80,6 +80,10 @@ class KvStateFiles:
         self.bytes_on_disk = 0  # after the latest write's pruning
         self._lock = threading.Lock()
         self._pending: dict[str, KvState] = {}  # the newest state of each document to write
+        # What each document's file holds, as a hash of its tokens: the same state is not
+        # written again (switching between files without typing in them saves them each time).
+        self._on_disk: dict[str, int] = {}
+        self._writing: set[str] = set()  # the document whose file is being written
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kv-files")
 
     def _path(self, uri: str) -> Path:
@@ -94,6 +98,10 @@ class KvStateFiles:
         if not persistable(uri) or not state.tokens or self.max_bytes <= 0:
             return
         with self._lock:
+            written = uri not in self._writing and self._on_disk.get(uri) == hash(state.tokens)
+            if written:
+                self._pending.pop(uri, None)  # an older one queued must not replace it
+                return
             self._pending[uri] = state
         try:
             self._writer.submit(self._write_pending, uri)
@@ -104,14 +112,21 @@ class KvStateFiles:
     def _write_pending(self, uri: str) -> None:
         with self._lock:
             state = self._pending.pop(uri, None)
-        if state is None:  # a newer state's task wrote it already
-            return
+            if state is None:  # a newer state's task wrote it already
+                return
+            self._writing.add(uri)
+            self._on_disk.pop(uri, None)  # the file is about to change
         try:
             self._write(uri, state)
             self.writes += 1
+            with self._lock:
+                self._on_disk[uri] = hash(state.tokens)
             self._prune()
         except OSError as exc:  # a full or read-only disk costs the speed-up, nothing else
             log.warning("could not keep a KV state on disk: %s", exc)
+        finally:
+            with self._lock:
+                self._writing.discard(uri)
 
     def _write(self, uri: str, state: KvState) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -133,11 +148,16 @@ class KvStateFiles:
         """Delete the least recently used files until the rest fit the bound."""
         files = sorted(state_files(self.directory))
         total = sum(size for _, size, _ in files)
+        with self._lock:
+            ours = {self._path(uri): uri for uri in self._on_disk}
         for _, size, path in files:
             if total <= self.max_bytes:
                 break
             _delete(path)
             total -= size
+            if path in ours:  # gone: the same state is worth writing again
+                with self._lock:
+                    self._on_disk.pop(ours[path], None)
         self.bytes_on_disk = total
 
     def flush(self, timeout: float) -> bool:
@@ -167,16 +187,20 @@ class KvStateFiles:
             with path.open("rb") as file:
                 state = self._read(file, model, buffer)
         except FileNotFoundError:
-            return None
+            state = None
         except (OSError, ValueError) as exc:
             state = None
             log.debug("a kept KV state file did not read back (%s): deleted", exc)
         if state is None:
+            with self._lock:
+                self._on_disk.pop(uri, None)  # not there (any more): worth writing again
             _delete(path)
             return None
         with contextlib.suppress(OSError):  # used: the last to be pruned
             os.utime(path)
         self.loads += 1
+        with self._lock:
+            self._on_disk[uri] = hash(state.tokens)
         return state
 
     def _read(
@@ -211,6 +235,7 @@ class KvStateFiles:
         """Delete the document's file (its state did not restore)."""
         with self._lock:
             self._pending.pop(uri, None)
+            self._on_disk.pop(uri, None)
         _delete(self._path(uri))
 
     def as_json(self) -> dict[str, int]:

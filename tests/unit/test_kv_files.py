@@ -211,3 +211,42 @@ def test_doctor_says_where_states_are_kept(
     assert checks.problems == problems
     if files_there:
         assert f"1.0 MB, in {tmp_path}" in output
+
+
+def test_the_same_state_is_not_written_again(tmp_path: Path) -> None:
+    store = files(tmp_path)
+    store.save_later(URI, state((1, 2, 3)))
+    written(store)
+    store.save_later(URI, state((1, 2, 3)))  # switching away again without typing
+    written(store)
+    assert store.writes == 1
+    store.save_later(URI, state((1, 2, 3, 4)))  # typed since: written
+    written(store)
+    store.save_later(URI, state((1, 2, 3)))  # back to what was there before: written too
+    written(store)
+    assert store.writes == 3
+    assert (loaded := store.load(URI, MODEL)) is not None and loaded.tokens == (1, 2, 3)
+    # Read back by a later server: leaving the file unchanged writes nothing either.
+    later = files(tmp_path)
+    assert later.load(URI, MODEL) is not None
+    later.save_later(URI, state((1, 2, 3)))
+    written(later)
+    assert later.writes == 0
+    # A file deleted (pruned, or by hand through drop) is written again.
+    later.drop(URI)
+    later.save_later(URI, state((1, 2, 3)))
+    written(later)
+    assert later.writes == 1 and later.load(URI, MODEL) is not None
+
+
+def test_a_state_pruned_is_written_again(tmp_path: Path) -> None:
+    store = files(tmp_path)
+    store.save_later(URI, state())
+    written(store)
+    store.max_bytes = store._path(URI).stat().st_size  # room for one file
+    store.save_later("file:///work/b.py", state())
+    written(store)
+    assert store.load(URI, MODEL) is None  # pruned for b.py
+    store.save_later(URI, state())
+    written(store)
+    assert store.load(URI, MODEL) is not None
