@@ -10,6 +10,8 @@ from collections.abc import Mapping
 # GOMP_SPINCOUNT; its default is 300000): a short wait, whose length depends on the CPU.
 # See thread_waiting.
 THREAD_SPIN_COUNT = "1000"
+# What lsp-infer sets when the user set neither variable (see thread_waiting).
+SERVER_WAITING = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": THREAD_SPIN_COUNT}
 
 
 def thread_waiting(environ: Mapping[str, str]) -> dict[str, str]:
@@ -27,15 +29,14 @@ def thread_waiting(environ: Mapping[str, str]) -> dict[str, str]:
     GOMP_SPINCOUNT; libgomp lets GOMP_SPINCOUNT override the policy's count."""
     if "OMP_WAIT_POLICY" in environ or "GOMP_SPINCOUNT" in environ:
         return {}
-    return {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": THREAD_SPIN_COUNT}
+    return dict(SERVER_WAITING)
 
 
 def describe_thread_waiting(environ: Mapping[str, str]) -> tuple[str, bool]:
     """How llama.cpp's threads wait, in words for `lsp-infer doctor`, and whether it is
     lsp-infer's own setting (False: the user set the variables)."""
-    ours = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": THREAD_SPIN_COUNT}
-    shown = ", ".join(f"{name}={environ.get(name, '(unset)')}" for name in ours)
-    if all(environ.get(name) == value for name, value in ours.items()):
+    shown = ", ".join(f"{name}={environ.get(name, '(unset)')}" for name in SERVER_WAITING)
+    if all(environ.get(name) == value for name, value in SERVER_WAITING.items()):
         return f"threads spin {THREAD_SPIN_COUNT} times, then sleep ({shown})", True
     return f"thread waiting set in the environment: {shown}", False
 

@@ -18,7 +18,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lsp_infer.local.kv_files import KvStateFiles
+from lsp_infer.local.kv_files import KvStateFiles, persistable
 from lsp_infer.local.kv_reuse import ReusePlan, common_prefix, plan_reuse
 from lsp_infer.local.kv_states import Kind, KvState, KvStates
 
@@ -232,15 +232,16 @@ class KvCache:
 
     def save_owner_to_disk(self) -> None:
         """Write what the cache holds under its document (closing it, or the server)."""
-        if self.files is None or not self.owner or self._llm.n_tokens < KEEP_AT_LEAST:
-            return
-        if not self.states.enabled:
+        files, owner = self.files, self.owner
+        if files is None or files.max_bytes <= 0 or not owner or not persistable(owner):
+            return  # checked before the copy: it is megabytes, and makes room in the bound
+        if self._llm.n_tokens < KEEP_AT_LEAST or not self.states.enabled:
             return
         try:
             state = self.snapshot()
         except MemoryError:
             return
-        self.files.save_later(self.owner, state)
+        files.save_later(owner, state)
 
 
 def state_buffer(size: int) -> ctypes.Array[ctypes.c_uint8]:
