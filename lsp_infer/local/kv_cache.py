@@ -221,7 +221,8 @@ class KvCache:
 
     def forget(self, document: str) -> None:
         """The document closed: its kept states go, and nothing is saved for it later (but on
-        disk, where its prompt waits for the document to be opened again)."""
+        disk, where its prompt waits for the document to be opened again). An excluded
+        document's file goes too (``KvStateFiles.withheld``)."""
         if self.owner == document:
             self.save_owner_to_disk()
         self.states.drop(document)
@@ -229,12 +230,16 @@ class KvCache:
         self._looked_on_disk.discard(document)
         if self.owner == document:
             self.owner = None
+        if self.files is not None and document in self.files.withheld:
+            self.files.drop(document)
 
     def save_owner_to_disk(self) -> None:
         """Write what the cache holds under its document (closing it, or the server)."""
         files, owner = self.files, self.owner
         if files is None or files.max_bytes <= 0 or not owner or not persistable(owner):
             return  # checked before the copy: it is megabytes, and makes room in the bound
+        if owner in files.withheld:
+            return
         if self._llm.n_tokens < KEEP_AT_LEAST or not self.states.enabled:
             return
         try:

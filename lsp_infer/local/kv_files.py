@@ -11,11 +11,13 @@ enough of the request's prompt. A document whose text changed since costs nothin
 the tokens the prompt still shares are used (kv_cache.py).
 
 Only ``file:`` documents are written (an untitled buffer's text is not on disk, and should not
-come to be because of us). Files are named by a hash of the model key and the document's URI,
-readable by the user only, written whole under a temporary name and renamed (two servers may
-share the directory), and pruned, oldest used first, to the bound. A file that does not read
-back as written (truncated, another model, another llama.cpp) is deleted. Writes happen on a
-thread of their own, never on the model lane: a state is megabytes.
+come to be because of us), and never one the exclusion rules match (privacy.py): the tier names
+those it sees excluded (``withheld``), and their files are deleted instead of written or read.
+Files are named by a hash of the model key and the document's URI, readable by the user only,
+written whole under a temporary name and renamed (two servers may share the directory), and
+pruned, oldest used first, to the bound. A file that does not read back as written (truncated,
+another model, another llama.cpp) is deleted. Writes happen on a thread of their own, never on
+the model lane: a state is megabytes.
 """
 
 from __future__ import annotations
@@ -84,6 +86,10 @@ class KvStateFiles:
         # written again (switching between files without typing in them saves them each time).
         self._on_disk: dict[str, int] = {}
         self._writing: set[str] = set()  # the document whose file is being written
+        self._drop_after_write: set[str] = set()  # dropped while its file was being written
+        # Documents the exclusion rules match, as the tier last saw them: never written or
+        # read, their files deleted. Replaced whole from the event loop, read on other threads.
+        self.withheld: frozenset[str] = frozenset()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kv-files")
 
     def _path(self, uri: str) -> Path:
@@ -96,6 +102,9 @@ class KvStateFiles:
         """Write ``state`` as the document's file soon; a newer one queued for the same
         document before it is written replaces it."""
         if not persistable(uri) or not state.tokens or self.max_bytes <= 0:
+            return
+        if uri in self.withheld:  # excluded since its prompt was evaluated
+            self.drop(uri)
             return
         with self._lock:
             written = uri not in self._writing and self._on_disk.get(uri) == hash(state.tokens)
@@ -127,6 +136,12 @@ class KvStateFiles:
         finally:
             with self._lock:
                 self._writing.discard(uri)
+                dropped = uri in self._drop_after_write
+                self._drop_after_write.discard(uri)
+                if dropped:
+                    self._on_disk.pop(uri, None)
+            if dropped:  # the file renamed into place after drop() deleted the old one
+                _delete(self._path(uri))
 
     def _write(self, uri: str, state: KvState) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -182,6 +197,9 @@ class KvStateFiles:
         state_buffer); bytes when None."""
         if not persistable(uri) or self.max_bytes <= 0:
             return None
+        if uri in self.withheld:
+            self.drop(uri)
+            return None
         path = self._path(uri)
         try:
             with path.open("rb") as file:
@@ -232,10 +250,13 @@ class KvStateFiles:
         return KvState(tuple(tokens), data, model, from_disk=True)
 
     def drop(self, uri: str) -> None:
-        """Delete the document's file (its state did not restore)."""
+        """Delete the document's file (its state did not restore, or the document is
+        excluded), and any state of it not yet written."""
         with self._lock:
             self._pending.pop(uri, None)
             self._on_disk.pop(uri, None)
+            if uri in self._writing:
+                self._drop_after_write.add(uri)
         _delete(self._path(uri))
 
     def as_json(self) -> dict[str, int]:

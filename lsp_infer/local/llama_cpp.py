@@ -166,6 +166,8 @@ class LlamaCppBackend:
         # Documents' evaluated prompts, kept across switches (model.stateCacheMb).
         self.states = KvStates(0)
         self.cache: KvCache | None = None  # the live KV cache, once a model is loaded
+        # Documents the exclusion rules match: their states never go to disk (see withhold).
+        self._withheld: frozenset[str] = frozenset()
         self.prompt_speed: float | None = None  # tokens per second, measured
         self.stats = BackendStats()
         # True while evaluating the part of a prompt a soft cancel lets finish.
@@ -257,6 +259,7 @@ class LlamaCppBackend:
         files = KvStateFiles(
             default_directory(), settings.state_disk_mb * 2**20, (llama_cpp.__version__, model_key)
         )
+        files.withheld = self._withheld
         self.cache = KvCache(llm, self.states, model_key, files)
         self._warm_up()
         return LoadedModel(
@@ -632,9 +635,19 @@ class LlamaCppBackend:
             self.cache.files.flush(timeout)
 
     def forget(self, document: str) -> None:
-        """A document closed: its kept states go (on the lane, after the work queued)."""
+        """A document closed, or is excluded now: its kept states go (on the lane, after the
+        work queued); an excluded one's file on disk too."""
         if self.cache is not None:
             self.cache.forget(document)
+
+    def withhold(self, documents: frozenset[str]) -> None:
+        """The documents the exclusion rules match now (from the event loop): their states
+        are neither written to disk nor read from it, and their files are deleted where the
+        cache would have written or read them (``forget`` deletes them at once)."""
+        self._withheld = documents
+        cache = self.cache
+        if cache is not None and cache.files is not None:
+            cache.files.withheld = documents
 
     def _eval(self, tokens: list[int], cancel: CancelToken) -> None:
         if not tokens:

@@ -38,6 +38,10 @@ class LocalTier:
         self._loading: asyncio.Future[None] | None = None
         self._logged_requests = -1
         self._warm_when_ready: tuple[Snapshot, int] | None = None
+        # Documents seen matching the exclusion rules (the setting, .lspinferignore, the
+        # secret-file defaults), and the document last asked for; see note_exclusions.
+        self._withheld: frozenset[str] = frozenset()
+        self._last_document: str | None = None
 
     def configure(self, settings: Settings) -> None:
         """New settings; reloads the model if its settings changed."""
@@ -47,6 +51,34 @@ class LocalTier:
         if settings.model != self._requested_model:
             self._requested_model = settings.model
             self._start_load(settings.model)
+        self.note_exclusions(self._session.documents.uris())  # the exclude setting may have changed
+
+    def note_exclusions(self, uris: list[str]) -> None:
+        """Look at whether these documents are excluded now. The rules change while the
+        server runs (the setting, a .lspinferignore edited); a document newly excluded loses
+        its kept KV states, in RAM and on disk, and never gets one written again. Checked on
+        the event loop (the rules read the workspace folders) where the rules may have
+        changed for a document with states: opening, closing, switching away, new settings."""
+        policy = self._session.policy()
+        withheld, newly = set(self._withheld), []
+        for uri in uris:
+            if not policy.excluded(uri):
+                withheld.discard(uri)
+            elif uri not in withheld:
+                withheld.add(uri)
+                newly.append(uri)
+        if withheld != self._withheld:
+            self._withheld = frozenset(withheld)
+            self.backend.withhold(self._withheld)
+        for uri in newly:
+            self.lane.submit(self.backend.forget, uri).add_done_callback(_retrieve)
+
+    def _switching_to(self, uri: str) -> None:
+        """A request in ``uri``: the document asked for before it may have been excluded
+        since, and its prompt is about to be kept (and written) as the cache moves on."""
+        previous, self._last_document = self._last_document, uri
+        if previous is not None and previous != uri:
+            self.note_exclusions([previous])
 
     # -- requests ---------------------------------------------------------------------
 
@@ -54,6 +86,7 @@ class LocalTier:
         """The suggestion at ``offset`` of ``snapshot``; empty when there is none, the request
         went stale, or the model is unavailable (told to the user once per error)."""
         uri, version = snapshot.uri, snapshot.version
+        self._switching_to(uri)
         try:
             return await self.completions.answer(
                 uri, snapshot.text, offset, self.tuning, explicit=explicit,
@@ -66,6 +99,7 @@ class LocalTier:
     def warm(self, snapshot: Snapshot, offset: int) -> None:
         """The cursor rests at ``offset``: evaluate the prompt there in the background, once
         the model is loaded (before that there is nothing to warm, and no error to tell)."""
+        self._switching_to(snapshot.uri)
         if self.backend.state == "ready":
             self.completions.warm(snapshot.uri, snapshot.text, offset, self.tuning)
         else:  # the model is loading (an editor's first file): warm there once it is ready
@@ -75,6 +109,7 @@ class LocalTier:
 
     def opened(self, uri: str, text: str) -> None:
         self.extra_context.note(uri, text, 0)
+        self.note_exclusions([uri])  # an excluded file's state from an earlier server goes
 
     def changed(self, uri: str, text: str, line: int | None) -> None:
         """An edit (``line``: where an incremental one starts). Stops the document's
@@ -89,7 +124,9 @@ class LocalTier:
     def closed(self, uri: str) -> None:
         self.completions.document_closed(uri)
         self.extra_context.closed(uri)
-        # Its kept KV states go too; on the lane, behind the work already queued.
+        # Its kept KV states go too; on the lane, behind the work already queued. Written to
+        # disk first if it holds the cache, unless it is excluded now.
+        self.note_exclusions([uri])
         self.lane.submit(self.backend.forget, uri).add_done_callback(_retrieve)
 
     async def save_states(self, timeout: float = 5.0) -> None:

@@ -18,8 +18,8 @@ COMPARABLE = {"precompute": False, "coldStartMs": 0, "timeoutMs": 60_000}
 URI = "file:///tmp/lsp-infer-e2e/state-files/a.py"
 
 
-def text_of(lines: int) -> str:
-    source = (STDLIB / "textwrap.py").read_text(encoding="utf-8")
+def text_of(lines: int, module: str = "textwrap.py") -> str:
+    source = (STDLIB / module).read_text(encoding="utf-8")
     return "\n".join(source.split("\n")[:lines]) + "\n"
 
 
@@ -113,3 +113,48 @@ def test_closing_a_file_writes_it_and_untitled_buffers_never(tmp_path: Path) -> 
     finally:
         running.close()
     assert len(list(tmp_path.glob("*.kv"))) == 1
+
+
+def test_a_file_excluded_since_loses_its_state_on_disk(tmp_path: Path) -> None:
+    """The exclusion rules change while the server runs (the setting, .lspinferignore): an
+    excluded file's state file is deleted, and none is written for it again."""
+    workspace, states = tmp_path / "ws", tmp_path / "states"
+    workspace.mkdir()
+    a, b, c = ((workspace / name).as_uri() for name in ("a.py", "b.py", "c.py"))
+    options = {
+        "completion": COMPARABLE,
+        "model": {"stateDiskMb": 64},
+        "context": {"enabled": False},
+    }
+    running = RawServer(env={"LSP_INFER_STATE_DIR": str(states)}, root=workspace)
+    texts = {a: text_of(40), b: text_of(40, "shlex.py"), c: text_of(40, "glob.py")}
+
+    def state_files_become(count: int) -> bool:
+        deadline = time.monotonic() + 30
+        while len(list(states.glob("*.kv"))) != count and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return len(list(states.glob("*.kv"))) == count
+
+    try:
+        running.initialize(options)
+        for uri in (a, b):  # a's prompt is written when the cache moves on to b
+            running.open(uri, texts[uri])
+            answer = running.wait(running.inline(uri, 40, 0), timeout=300)
+            assert answer["result"]["items"]
+        assert state_files_become(1)
+        # The exclude setting now names a.py: its file goes at once.
+        settings = {"lspInfer": {**options, "exclude": ["a.py"]}}
+        running.notify("workspace/didChangeConfiguration", {"settings": settings})
+        assert state_files_become(0)
+        # .lspinferignore names b.py: moving on to c must not write b's prompt.
+        (workspace / ".lspinferignore").write_text("b.py\n", encoding="utf-8")
+        running.open(c, texts[c])
+        running.wait(running.inline(c, 40, 0), timeout=300)
+        for uri in (a, b):
+            running.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+        stats = running.wait(running.request("lspInfer/stats", {}))["result"]
+        assert stats["stateCache"]["disk"]["writes"] == 1  # a's, before it was excluded
+    finally:
+        running.close()
+    # c's prompt, written at shutdown; neither a's nor b's.
+    assert len(list(states.glob("*.kv"))) == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -250,3 +251,46 @@ def test_a_state_pruned_is_written_again(tmp_path: Path) -> None:
     store.save_later(URI, state())
     written(store)
     assert store.load(URI, MODEL) is not None
+
+
+def test_an_excluded_document_is_never_written_nor_read(tmp_path: Path) -> None:
+    other = "file:///work/b.py"
+    store = files(tmp_path)
+    store.save_later(URI, state((1, 2)))
+    store.save_later(other, state((3, 4)))
+    written(store)
+    # Excluded since (the tier names it): its file goes, whether it is read or written next.
+    store.withheld = frozenset({URI})
+    assert store.load(URI, MODEL) is None
+    assert len(list(tmp_path.glob("*.kv"))) == 1
+    store.save_later(URI, state((1, 2, 5)))
+    written(store)
+    assert len(list(tmp_path.glob("*.kv"))) == 1 and store.writes == 2
+    # The other document is untouched; and once no longer excluded, written again.
+    assert (kept := store.load(other, MODEL)) is not None and kept.tokens == (3, 4)
+    store.withheld = frozenset()
+    store.save_later(URI, state((1, 2, 6)))
+    written(store)
+    assert (back := store.load(URI, MODEL)) is not None and back.tokens == (1, 2, 6)
+
+
+def test_a_document_dropped_while_its_file_is_written_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = files(tmp_path)
+    writing, go_on = threading.Event(), threading.Event()
+    write = store._write
+
+    def slow_write(uri: str, kept: KvState) -> None:
+        writing.set()
+        assert go_on.wait(10)
+        write(uri, kept)
+
+    monkeypatch.setattr(store, "_write", slow_write)
+    store.save_later(URI, state())
+    assert writing.wait(10)
+    store.drop(URI)  # the file is not there yet: the write in progress must not bring it back
+    go_on.set()
+    written(store)
+    assert not list(tmp_path.glob("*.kv"))
+    assert store.load(URI, MODEL) is None
