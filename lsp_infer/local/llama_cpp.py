@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import codecs
 import dataclasses
-import itertools
 import logging
 import os
 import time
@@ -66,6 +65,12 @@ _BACKGROUND_BATCH = 64
 # A prompt with no more than this many tokens outside the cache counts as cached: what was
 # typed since (a word, a new line's indentation) plus the FIM tokens.
 _TYPED_TOKENS = 16
+# A request whose whole window is partly evaluated (a background evaluation stopped by typing)
+# takes it only when the rest costs at most this share of the cold-start budget, if a smaller
+# window is held: the pause's time goes to decoding (about 1 s for a line here) rather than to
+# finishing the whole window, which the background does after the answer. Taking up to the
+# whole budget made same-file pauses of 2.1-2.7 s (BENCHMARKS.md, "Typing in four files").
+_HELD_WINDOW_LEFTOVER = 1 / 3
 # Alternatives (an invoked request's other choices) get this long in all, after the suggestion.
 _CHOICES_SECONDS = 1.5
 # What a soft cancel may still let background work finish.
@@ -468,21 +473,27 @@ class LlamaCppBackend:
         that fits: each keystroke of a cold file affords a little more, and a larger window
         starts elsewhere in the file, so it was evaluated anew keystroke after keystroke
         (bench/keystrokes.py: 184 then 211 tokens in one file) while the whole window waits
-        for the background evaluation anyway."""
+        for the background evaluation anyway. The whole window wins over a held smaller one
+        only when what is left of it takes at most a share of the budget
+        (_HELD_WINDOW_LEFTOVER): a held window answers a pause sooner."""
         assert self.cache is not None
-        smaller = (
-            dataclasses.replace(self._build(job, budget, built.budget), reduced=True)
-            for budget in smaller_budgets(built.budget)
-        )  # built only as far as the loop goes
+        uncached = len(built.tokens) - self.cache.reusable(job.document, built.tokens)
+        if uncached <= max(_TYPED_TOKENS, int(affordable * _HELD_WINDOW_LEFTOVER)):
+            return built
+        whole_fits = uncached <= affordable
         fitting: BuiltPrompt | None = None
-        for candidate in itertools.chain([built], smaller):
+        candidate = built
+        for budget in smaller_budgets(built.budget):  # built only as far as the loop goes
+            candidate = dataclasses.replace(
+                self._build(job, budget, built.budget), reduced=True
+            )  # fmt: skip
             uncached = len(candidate.tokens) - self.cache.reusable(job.document, candidate.tokens)
             if uncached <= _TYPED_TOKENS:
-                return candidate
-            if fitting is None and uncached <= affordable:
-                if not candidate.reduced:
-                    return candidate  # the whole window fits: no smaller one is tried
+                return candidate  # held: answers at once
+            if not whole_fits and fitting is None and uncached <= affordable:
                 fitting = candidate
+        if whole_fits:
+            return built
         return fitting or candidate  # none fits: the smallest
 
     def _fit_extra(self, files: tuple[tuple[str, str], ...], budget: int) -> list[tuple[str, str]]:

@@ -346,8 +346,9 @@ def test_a_request_carries_on_from_a_stopped_background_evaluation(
 ) -> None:
     # The whole window's background evaluation after a cold start (or a warm) stopped near the
     # end of its prompt by the next request: the part done is parked, the cold start's window
-    # put back, and the request evaluates only the rest of the whole window, from the parked
-    # part, where it would otherwise have got a cold start's window again.
+    # put back, and a request evaluates only the rest of the whole window, from the parked
+    # part, where it would otherwise have got a cold start's window again: when that rest is
+    # within a third of its budget; otherwise the small window held answers at once.
     uri, text = "file:///parked.py", OTHER + "def total(values):\n    "
     backend, speed = switching, 100.0
 
@@ -364,8 +365,21 @@ def test_a_request_carries_on_from_a_stopped_background_evaluation(
     total = background.progress.prompt_tokens
     assert total > small + 300 and backend.states.get(uri, "parked", backend.cache.model)  # type: ignore[union-attr]
     assert small <= backend._llm.n_tokens < 384  # the small window (and its answer) is back
+    parked = backend.states.get(uri, "parked", backend.cache.model)  # type: ignore[union-attr]
+    assert parked is not None
+    rest = total - len(parked.tokens)  # what is left of the whole window: over a third of 200
 
-    warmed = request()
+    # The rest fits the budget but takes more than a third of it, and the small window is
+    # held: a pause gets the small window at once, not seconds of the whole window's rest
+    # (the background finishes that after the answer), and the parked part stays.
+    held = request()
+    generate(backend, held)
+    assert held.progress.prompt_tokens == small
+    assert held.progress.prompt_tokens - held.progress.prompt_tokens_reused <= 16
+    assert backend.states.get(uri, "parked", backend.cache.model) is not None  # type: ignore[union-attr]
+
+    warmed = request(affordable=3 * rest + 3)  # the rest within a third of the budget
+    assert 3 * rest + 3 < total  # the whole window would not fit from scratch
     answer = generate(backend, warmed)
     assert warmed.progress.prompt_tokens == total  # the whole window, not a smaller one
     assert warmed.progress.prompt_tokens_reused >= 384
