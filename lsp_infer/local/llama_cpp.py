@@ -484,9 +484,7 @@ class LlamaCppBackend:
         fitting: BuiltPrompt | None = None
         candidate = built
         for budget in smaller_budgets(built.budget):  # built only as far as the loop goes
-            candidate = dataclasses.replace(
-                self._build(job, budget, built.budget), reduced=True
-            )  # fmt: skip
+            candidate = dataclasses.replace(self._build(job, budget, built.budget), reduced=True)
             uncached = len(candidate.tokens) - self.cache.reusable(job.document, candidate.tokens)
             if uncached <= _TYPED_TOKENS:
                 return candidate  # held: answers at once

@@ -363,10 +363,9 @@ def test_a_request_carries_on_from_a_stopped_background_evaluation(
     with pytest.raises(Cancelled):
         run(backend, background, cancel_at_tokens=384)  # stopped near the end of its prompt
     total = background.progress.prompt_tokens
-    assert total > small + 300 and backend.states.get(uri, "parked", backend.cache.model)  # type: ignore[union-attr]
-    assert small <= backend._llm.n_tokens < 384  # the small window (and its answer) is back
     parked = backend.states.get(uri, "parked", backend.cache.model)  # type: ignore[union-attr]
-    assert parked is not None
+    assert total > small + 300 and parked is not None
+    assert small <= backend._llm.n_tokens < 384  # the small window (and its answer) is back
     rest = total - len(parked.tokens)  # what is left of the whole window: over a third of 200
 
     # The rest fits the budget but takes more than a third of it, and the small window is
