@@ -101,6 +101,11 @@ class CompletionSettings:
     # An explicitly invoked request (the user asked, e.g. by cycling through suggestions) is
     # answered with up to this many distinct suggestions; typing always gets one.
     choices: int = _bounded(3, 1, 10)
+    # How sure the model must be of a line (the lowest probability of its tokens) for it to be
+    # shown: a suggestion whose first line is below it is hidden (an automatic one: an invoked
+    # one is only cut), and one is cut before a later line below it. 0 shows whatever the
+    # model wrote. See core/confidence.py and BENCHMARKS.md, "Confidence".
+    min_confidence: float = field(default=0.0, metadata={"min": 0.0, "max": 1.0})
     # When the editor says the cursor rests somewhere (lspInfer/warm: after switching files or
     # moving the cursor), evaluate the whole window's prompt there in the background, so the
     # first suggestion there needs no cold start. Costs CPU while the user reads.
@@ -271,6 +276,16 @@ def _strict_converter() -> cattrs.Converter:
             return int(value)
         raise ValueError(f"expected a whole number, got {value!r}")
 
+    def structure_float(value: Any, _: type) -> float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ValueError(f"expected a number, got {value!r}")
+
     def structure_str(value: Any, _: type) -> str:
         if isinstance(value, str):
             return value
@@ -290,6 +305,7 @@ def _strict_converter() -> cattrs.Converter:
 
     converter.register_structure_hook(bool, structure_bool)
     converter.register_structure_hook(int, structure_int)
+    converter.register_structure_hook(float, structure_float)
     converter.register_structure_hook(str, structure_str)
     converter.register_structure_hook(GpuLayers, structure_gpu_layers)
     return converter

@@ -26,13 +26,20 @@ from lsp_infer.stats import percentile
 # Suggestion length buckets, in characters and in lines: (label, the largest value in it).
 CHAR_BUCKETS = (("1-15", 15), ("16-40", 40), ("41-100", 100), ("101+", None))
 LINE_BUCKETS = (("1", 1), ("2-4", 4), ("5+", None))
+# How sure the model was of a suggestion's first line (core/confidence.py): (label, the
+# largest value in it); "unknown" where no probability was reported (the team model, a
+# suggestion answered from a cache or as the rest of an earlier one).
+CONFIDENCE_BUCKETS = (
+    ("0-0.2", 0.2), ("0.2-0.4", 0.4), ("0.4-0.6", 0.6), ("0.6-0.8", 0.8), ("0.8-1", None),
+)  # fmt: skip
+UNKNOWN = "unknown"
 
 # A suggestion's state: issued (answered, not reported shown yet), then shown, then one of
 # partly (some of it accepted with word/line accepts, never all), accepted or dismissed.
 ISSUED, SHOWN, PARTLY, ACCEPTED, DISMISSED = "issued", "shown", "partly", "accepted", "dismissed"
 
 
-def bucket(value: int, buckets: tuple[tuple[str, int | None], ...]) -> str:
+def bucket(value: float, buckets: tuple[tuple[str, float | None], ...]) -> str:
     for label, most in buckets:
         if most is None or value <= most:
             return label
@@ -47,6 +54,7 @@ class Suggestion:
     lines: int
     with_extra: bool
     source: str
+    confidence: float | None = None
     state: str = ISSUED
     shown_at: float | None = None
     latest_shown: int = -1  # the sequence number of its latest item reported shown
@@ -60,7 +68,12 @@ class Suggestion:
             ("byLines", bucket(self.lines, LINE_BUCKETS)),
             ("byExtraContext", "with" if self.with_extra else "without"),
             ("bySource", self.source),
+            ("byConfidence", confidence_band(self.confidence)),
         )
+
+
+def confidence_band(confidence: float | None) -> str:
+    return UNKNOWN if confidence is None else bucket(confidence, CONFIDENCE_BUCKETS)
 
 
 @dataclass
@@ -78,6 +91,7 @@ class Item:
 class _Group:
     shown: int = 0
     accepted: int = 0
+    hidden: int = 0  # byConfidence only: suggestions not shown for it
 
     def as_json(self) -> dict[str, Any]:
         rate = self.accepted / self.shown if self.shown else None
@@ -87,6 +101,7 @@ class _Group:
 @dataclass
 class _Counts:
     issued: int = 0
+    hidden: int = 0
     shown: int = 0
     accepted: int = 0
     partly: int = 0
@@ -127,16 +142,21 @@ class Feedback:
         *,
         source: str,
         with_extra: bool,
+        confidence: float | None = None,
     ) -> list[str]:
         """Ids for the items of one answer (``texts`` at ``offset`` of ``document``): the
         same id for an item identical to one of the document's previous answer, an item of
-        the same suggestion for the rest of one of those, else a new suggestion."""
+        the same suggestion for the rest of one of those, else a new suggestion.
+        ``confidence``: the first text's (the others' is not known)."""
         previous = self._latest.get(uri, [])
         items = []
-        for text in texts:
+        for index, text in enumerate(texts):
             item = self._same_or_rest(previous, uri, offset, text, document)
             if item is None:
-                suggestion = Suggestion(len(text), text.count("\n") + 1, with_extra, source)
+                suggestion = Suggestion(
+                    len(text), text.count("\n") + 1, with_extra, source,
+                    confidence if index == 0 else None,
+                )  # fmt: skip
                 self._counts.issued += 1
                 item = self._new_item(uri, offset, text, suggestion)
             items.append(item)
@@ -168,6 +188,12 @@ class Feedback:
         while len(self._items) > self.capacity:
             self._items.popitem(last=False)
         return item
+
+    def hidden(self, confidence: float | None) -> None:
+        """A suggestion the model was unsure of was not shown (an empty answer):
+        completion.minConfidence at work."""
+        self._counts.hidden += 1
+        self._counts.group(("byConfidence", confidence_band(confidence))).hidden += 1
 
     def forget(self, uri: str) -> None:
         """The document closed: nothing answered for it continues."""
@@ -271,6 +297,7 @@ class Feedback:
         times = list(counts.shown_to_accepted_ms)
         result: dict[str, Any] = {
             "issued": counts.issued,
+            "hidden": counts.hidden,
             "shown": counts.shown,
             "accepted": counts.accepted,
             "partlyAccepted": counts.partly,
@@ -290,9 +317,12 @@ class Feedback:
             "byLines": [label for label, _ in LINE_BUCKETS],
             "byExtraContext": ["with", "without"],
             "bySource": sorted({g for (b, g) in counts.groups if b == "bySource"}),
+            "byConfidence": [label for label, _ in CONFIDENCE_BUCKETS] + [UNKNOWN],
         }
         for name, labels in breakdowns.items():
             result[name] = {label: counts.group((name, label)).as_json() for label in labels}
+        for label, group in result["byConfidence"].items():
+            group["hidden"] = counts.group(("byConfidence", label)).hidden
         result["byMinute"] = {
             "bucketSeconds": 60,
             "points": [

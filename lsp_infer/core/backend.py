@@ -69,6 +69,9 @@ class JobOptions:
     # Besides the suggestion, up to this many - 1 others (explicitly invoked requests): each
     # starts with another of the most likely first tokens, from the same evaluated prompt.
     choices: int = 1
+    # The user asked for this suggestion (an invoked request; the scheduler gives it the
+    # whole window and never hides it for low confidence).
+    invoked: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +92,20 @@ class CompletionJob(JobOptions):
     progress: JobProgress = field(default_factory=JobProgress)
 
 
+# (end offset in the output text, the probability the model gave the token) per decoded token.
+TokenProbs = tuple[tuple[int, float], ...]
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """One decoded output besides the suggestion (another choice): its text, why it stopped
+    and its tokens' probabilities."""
+
+    text: str
+    stop_reason: StopReason
+    probs: TokenProbs = ()
+
+
 @dataclass(frozen=True)
 class Generation:
     text: str
@@ -102,9 +119,11 @@ class Generation:
     # Answered from a smaller window than the settings ask for, to keep a cold start short
     # (JobOptions.cold_seconds); the whole window is still to be evaluated.
     window_reduced: bool = False
-    # Other raw outputs and why each stopped, each from another first token
-    # (JobOptions.choices), best first.
-    alternatives: tuple[tuple[str, StopReason], ...] = ()
+    # Other raw outputs, each from another first token (JobOptions.choices), best first.
+    alternatives: tuple[Decoded, ...] = ()
+    # The probability of each token of ``text`` (core/confidence.py); () from a backend that
+    # does not report them (the team's).
+    probs: TokenProbs = ()
 
 
 class Backend(Protocol):

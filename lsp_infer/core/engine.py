@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from lsp_infer.config import CompletionSettings
 from lsp_infer.core.backend import Backend, CompletionJob, Generation, JobOptions, JobProgress
 from lsp_infer.core.cancel import CancelToken
+from lsp_infer.core.confidence import judge
 from lsp_infer.core.postprocess import complete_lines, postprocess
 from lsp_infer.core.window import CursorLine, cursor_line
 
@@ -18,6 +19,9 @@ class Suggestion:
     generation: Generation | None = None
     # Other suggestions (JobOptions.choices): distinct from ``text`` and from each other.
     alternatives: tuple[str, ...] = ()
+    # How sure the model was of the first line (core/confidence.py; None: not known): below
+    # completion.minConfidence, the scheduler hides it from typing.
+    confidence: float | None = None
 
 
 def _uses_crlf(text: str, offset: int) -> bool:
@@ -65,15 +69,18 @@ class CompletionEngine:
         )
         generation = await self.backend.generate(job, cancel)
         crlf = _uses_crlf(text, offset)
-        suggestion = _line_ends(finish(generation.text, generation, line, max_lines), crlf)
+        threshold = settings.min_confidence
+        judged = judge(generation.text, generation.probs, threshold)
+        suggestion = _line_ends(finish(judged.text, generation, line, max_lines), crlf)
         others: list[str] = []
-        for raw, reason in generation.alternatives:
+        for decoded in generation.alternatives:
             # An alternative is cut like the suggestion; a cut-short one keeps whole lines.
-            branch = dataclasses.replace(generation, text=raw, stop_reason=reason)
+            raw = judge(decoded.text, decoded.probs, threshold).text
+            branch = dataclasses.replace(generation, text=raw, stop_reason=decoded.stop_reason)
             other = _line_ends(finish(raw, branch, line, max_lines), crlf)
             if other and other != suggestion and other not in others:
                 others.append(other)
-        return Suggestion(suggestion, generation, tuple(others))
+        return Suggestion(suggestion, generation, tuple(others), judged.confidence)
 
 
 def _line_ends(suggestion: str, crlf: bool) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lsp_infer.core import structure
 from lsp_infer.text import MAX_CHARS_PER_TOKEN, split_lines
 
 
@@ -45,8 +46,10 @@ def fit_window(
     suffix_tokens: int | None = None,
     anchor_lines: int = 1,
     anchor_slack: int = 0,
+    structured: bool = False,
 ) -> Window:
-    """The largest window of whole lines around ``offset`` that fits the budget.
+    """The largest window of whole lines around ``offset`` that fits the budget; with
+    ``structured``, one whose prefix is chosen by structure instead (``_fit_structured``).
 
     The suffix gets up to ``suffix_tokens`` (default: a quarter of the budget); what it does
     not use goes to the prefix. Lines are taken outward from the cursor, so the nearest code is
@@ -62,28 +65,76 @@ def fit_window(
     otherwise the next multiple, for fewer lines (see BENCHMARKS.md, "Quality").
     """
     budget_tokens = max(1, budget_tokens)
-    max_chars = budget_tokens * MAX_CHARS_PER_TOKEN
+    suffix, suffix_used = _fit_suffix(text, offset, budget_tokens, suffix_tokens, count_tokens)
+    line_start = text.rfind("\n", 0, offset) + 1
+    if structured and offset - line_start <= budget_tokens * MAX_CHARS_PER_TOKEN:
+        prefix = _fit_structured(text, offset, budget_tokens - suffix_used, count_tokens,
+                                 anchor_lines, anchor_slack, suffix)  # fmt: skip
+        return Window(prefix=prefix, suffix=suffix)
     # Pre-cut so that a 1 MB document never gets tokenized whole; a line cut in
     # half by the pre-cut is dropped (unless it is the cursor line).
-    prefix_start = max(0, offset - max_chars)
-    suffix_end = min(len(text), offset + max_chars)
-    prefix_lines = split_lines(text[prefix_start:offset])
-    if prefix_start > 0 and text[prefix_start - 1] != "\n" and len(prefix_lines) > 1:
-        prefix_lines = prefix_lines[1:]
-    suffix_lines = split_lines(text[offset:suffix_end])
-    if suffix_end < len(text) and len(suffix_lines) > 1 and not suffix_lines[-1].endswith("\n"):
-        suffix_lines = suffix_lines[:-1]
-
-    suffix_budget = min(
-        budget_tokens // 2, budget_tokens // 4 if suffix_tokens is None else suffix_tokens
-    )
-    suffix, suffix_used = _take_lines(suffix_lines, suffix_budget, count_tokens, forward=True)
-
+    prefix_lines = _lines_before(text, offset, budget_tokens * MAX_CHARS_PER_TOKEN)
     prefix, _ = _take_lines(prefix_lines, budget_tokens - suffix_used, count_tokens, forward=False)
     if anchor_lines > 1 and prefix:
         prefix = _anchor(text, offset, prefix, prefix_lines, anchor_lines, anchor_slack,
                          count_tokens)  # fmt: skip
     return Window(prefix=prefix, suffix=suffix)
+
+
+def _fit_structured(
+    text: str,
+    offset: int,
+    budget: int,
+    count_tokens: Callable[[str], int],
+    anchor_lines: int,
+    anchor_slack: int,
+    suffix: str,
+) -> str:
+    """A prefix of ``budget`` tokens chosen by structure (core/structure.py): the enclosing
+    definitions' headers and the names the nearby code uses, besides the nearest lines. Only
+    for a cursor line within the budget (a longer one has nothing to add to it)."""
+    lookback = max(0, offset - structure.LOOKBACK_CHARS)
+    lines = _lines_before(text, offset, offset - lookback)
+    line_start = text.rfind("\n", 0, offset) + 1
+    if not text[line_start:offset]:
+        lines.append("")  # the cursor's line is empty: it is still the last line
+    first_line = text.count("\n", 0, line_start) - (len(lines) - 1)
+    head = None
+    if first_line > 0:  # the file's start (its imports) is out of the look-back
+        head = split_lines(text[: min(structure.HEAD_CHARS, lookback)])[:-1]
+    return structure.select_prefix(
+        lines, budget, count_tokens, first_line=first_line, anchor_lines=anchor_lines,
+        slack=anchor_slack, suffix=suffix, head=head, max_chars=budget * MAX_CHARS_PER_TOKEN,
+    )  # fmt: skip
+
+
+def _lines_before(text: str, offset: int, max_chars: int) -> list[str]:
+    """The lines before ``offset`` within ``max_chars`` (the last one: the cursor's line up to
+    the cursor, when there is any of it); a line cut in half by the limit is dropped."""
+    start = max(0, offset - max_chars)
+    lines = split_lines(text[start:offset])
+    if start > 0 and text[start - 1] != "\n" and len(lines) > 1:
+        lines = lines[1:]
+    return lines
+
+
+def _fit_suffix(
+    text: str,
+    offset: int,
+    budget_tokens: int,
+    suffix_tokens: int | None,
+    count_tokens: Callable[[str], int],
+) -> tuple[str, int]:
+    """The suffix: whole lines after the cursor within up to ``suffix_tokens`` (default: a
+    quarter of the budget; never more than half); returns (text, tokens used)."""
+    suffix_end = min(len(text), offset + budget_tokens * MAX_CHARS_PER_TOKEN)
+    suffix_lines = split_lines(text[offset:suffix_end])
+    if suffix_end < len(text) and len(suffix_lines) > 1 and not suffix_lines[-1].endswith("\n"):
+        suffix_lines = suffix_lines[:-1]
+    suffix_budget = min(
+        budget_tokens // 2, budget_tokens // 4 if suffix_tokens is None else suffix_tokens
+    )
+    return _take_lines(suffix_lines, suffix_budget, count_tokens, forward=True)
 
 
 def _anchor(

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from lsp_infer.config import CompletionSettings, ExtraContextSettings
 from lsp_infer.core.backend import JobOptions, JobProgress
 from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
+from lsp_infer.core.confidence import unsure
 from lsp_infer.core.engine import CompletionEngine, Suggestion
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.reuse import (
@@ -80,7 +81,7 @@ class Shape:
         settings = tuning.completion
         budget = tuning.extra_context.extra_tokens if tuning.extra_context else 0
         key = (tuning.model_key, settings.max_tokens, settings.max_lines, settings.context_tokens,
-               settings.suffix_tokens, budget, hash(extra))  # fmt: skip
+               settings.suffix_tokens, settings.min_confidence, budget, hash(extra))  # fmt: skip
         return cls(settings, extra, budget, settings.context_tokens * MAX_CHARS_PER_TOKEN, key)
 
 
@@ -96,6 +97,7 @@ class Flight:
     precompute: bool = False  # background work (idle precompute or a new pick), not a request
     keep_cache: bool = False  # a new pick's evaluation: stopped in its prompt, the cache is kept
     choices: int = 1  # an invoked request's: that many suggestions to cycle through
+    invoked: bool = False  # the user asked: the whole window, never a cold start's
     token: CancelToken = field(default_factory=CancelToken)
     progress: JobProgress = field(default_factory=JobProgress)
     task: asyncio.Future[Suggestion] | None = None
@@ -165,13 +167,37 @@ class Flight:
 @dataclass(frozen=True)
 class Answer:
     """What a request gets: the suggestion ("" for none), where it came from (type-ahead,
-    cache, in-flight, precompute, model; superseded when it went stale), and whether other
-    files' code was in its prompt."""
+    cache, in-flight, precompute, model; superseded when it went stale), whether other
+    files' code was in its prompt, how sure the model was of its first line (None: not
+    known here), and whether it was hidden for that (completion.minConfidence)."""
 
     text: str
     source: str
     with_extra: bool = False
     choices: tuple[str, ...] = ()  # other suggestions, for an invoked request (best first)
+    confidence: float | None = None
+    hidden: bool = False
+
+
+@dataclass(frozen=True)
+class _Found:
+    """An answer found on the keystroke path, before the request's bookkeeping."""
+
+    text: str
+    source: str
+    choices: tuple[str, ...] = ()
+    confidence: float | None = None  # the first line's, where known
+    whole: bool = True  # from the whole window, not a cold start's
+
+
+# A finished suggestion's text and its first line's confidence (None: not known).
+Cached = tuple[str, float | None]
+
+
+def _cold_key(key: Hashable) -> Hashable:
+    """Where a suggestion from a cold start's smaller window is cached: apart from the whole
+    window's, which an invoked request looks up alone."""
+    return ("cold window", key)
 
 
 class _Superseded(Exception):
@@ -198,7 +224,7 @@ class Completions:
         self.lane = lane
         self.extra_source = extra_source
         self.stats = Stats()
-        self.cache: SuggestionCache[str] = SuggestionCache()
+        self.cache: SuggestionCache[Cached] = SuggestionCache()
         # An invoked request's choices, so asking again (cycling) gives the same ones in order.
         self.choices: SuggestionCache[tuple[str, ...]] = SuggestionCache(64)
         self._flights: dict[str, Flight] = {}
@@ -259,11 +285,10 @@ class Completions:
         self._yield_background(uri)
         shape = Shape.of(tuning, self._extra(uri, text, offset, tuning, explicit))
         try:
-            choices: tuple[str, ...] = ()
             if explicit and shape.settings.choices > 1:
-                answer, source, choices = await self._choices(uri, text, offset, shape)
+                found = await self._choices(uri, text, offset, shape)
             else:
-                answer, source = await self._answer(uri, text, offset, shape, explicit)
+                found = await self._answer(uri, text, offset, shape, explicit)
         except _Superseded:
             self.stats.superseded += 1
             return Answer("", "superseded")
@@ -273,9 +298,19 @@ class Completions:
         if not is_current():  # computed for a version that is gone
             self.stats.superseded += 1
             return Answer("", "superseded")
-        self._answered(answer, source, (time.monotonic() - started) * 1000)
+        # The model doubts its first line: typing gets nothing rather than that; a user who
+        # invoked a suggestion gets it (completion.minConfidence).
+        hidden = (
+            bool(found.text)
+            and not explicit
+            and unsure(found.confidence, shape.settings.min_confidence)
+        )
+        answer = "" if hidden else found.text
+        self._answered(answer, found.source, (time.monotonic() - started) * 1000)
+        self.stats.hidden += hidden
         if answer:
-            self._shown[uri] = Shown(CursorView.at(text, offset, shape.reach), answer)
+            view = CursorView.at(text, offset, shape.reach)
+            self._shown[uri] = Shown(view, answer, found.whole)
         if uri in self._cold and uri not in self._flights:
             # Answered from a smaller window: evaluate the whole one now, in the background,
             # stopped by a keystroke and carried on at the next pause (as a new pick is).
@@ -286,7 +321,8 @@ class Completions:
         self._cold.discard(uri)
         if tuning.extra_enabled:
             self._when_idle(uri, text, offset, tuning)
-        return Answer(answer, source, bool(shape.extra), choices)
+        return Answer(answer, found.source, bool(shape.extra), found.choices, found.confidence,
+                      hidden)  # fmt: skip
 
     def _answered(self, answer: str, source: str, elapsed_ms: float) -> None:
         self.stats.answered += 1
@@ -400,61 +436,68 @@ class Completions:
 
     async def _answer(
         self, uri: str, text: str, offset: int, shape: Shape, explicit: bool
-    ) -> tuple[str, str]:
-        """The answer and where it came from."""
-        rest = type_ahead(self._shown.get(uri), text, offset, shape.reach)
-        if rest is not None:
+    ) -> _Found:
+        """The answer and where it came from. An explicit request takes nothing that may
+        come from a cold start's smaller window: it waits for the whole window."""
+        shown = self._shown.get(uri)
+        rest = type_ahead(shown, text, offset, shape.reach)
+        if rest is not None and shown is not None and (shown.whole or not explicit):
             self.stats.type_ahead_hits += 1
-            return rest, "type-ahead"
+            return _Found(rest, "type-ahead", whole=shown.whole)
         view = CursorView.at(text, offset, shape.reach)
         cached = self.cache.get(view, shape.key)
+        whole = cached is not None
+        if cached is None and not explicit:
+            cached = self.cache.get(view, _cold_key(shape.key))
         if cached is not None:
             self.stats.cache_hits += 1
-            return cached, "cache"
-        reused = await self._from_flight(uri, text, offset, shape)
+            return _Found(cached[0], "cache", confidence=cached[1], whole=whole)
+        reused = await self._from_flight(uri, text, offset, shape, explicit)
         if reused is not None:
             return reused
         if not explicit:
             await self._settle(uri, self._quiet_ms(uri, shape.settings.debounce_ms))
-        flight = self._launch(Flight.at(uri, shape, text, offset), text, offset)
-        return (await self._wait_for(flight)).text, "model"
+        flight = self._launch(Flight.at(uri, shape, text, offset, invoked=explicit), text, offset)
+        return _found(await self._wait_for(flight), "model")
 
-    async def _choices(
-        self, uri: str, text: str, offset: int, shape: Shape
-    ) -> tuple[str, str, tuple[str, ...]]:
-        """An invoked request: up to ``completion.choices`` suggestions, the same ones in the
-        same order when asked again at the same place (editors ask again to cycle)."""
+    async def _choices(self, uri: str, text: str, offset: int, shape: Shape) -> _Found:
+        """An invoked request: up to ``completion.choices`` suggestions from the whole
+        window, the same ones in the same order when asked again at the same place (editors
+        ask again to cycle)."""
         view = CursorView.at(text, offset, shape.reach)
         cached = self.choices.get(view, shape.key)
         if cached is not None:
             self.stats.cache_hits += 1
-            return cached[0], "cache", cached[1:]
-        flight = Flight.at(uri, shape, text, offset, choices=shape.settings.choices)
-        suggestion = await self._wait_for(self._launch(flight, text, offset))
-        return suggestion.text, "model", suggestion.alternatives
+            return _Found(cached[0], "cache", cached[1:])
+        flight = Flight.at(uri, shape, text, offset, choices=shape.settings.choices, invoked=True)
+        return _found(await self._wait_for(self._launch(flight, text, offset)), "model")
 
     async def _from_flight(
-        self, uri: str, text: str, offset: int, shape: Shape
-    ) -> tuple[str, str] | None:
+        self, uri: str, text: str, offset: int, shape: Shape, explicit: bool = False
+    ) -> _Found | None:
         """The rest of the document's running generation, when what the user typed since it
-        started is what it has produced so far (None otherwise)."""
+        started is what it has produced so far (None otherwise). An explicit request does
+        not wait for a typing request's generation: it may answer from a cold window."""
         flight = self._flights.get(uri)
         if flight is None or flight.shape.key != shape.key or flight.token.cancelled:
+            return None
+        if explicit and not (flight.invoked or flight.precompute):
             return None
         typed = flight.typed(text, offset)
         # A precompute answers once its whole lead (the shown suggestion) was typed;
         # before that, type-ahead answers from the suggestion itself.
         if typed is None or not typed.startswith(flight.lead):
             return None
-        result = (await self._wait_for(flight)).text
-        rest = rest_after_typing(flight.lead + result, typed)
+        suggestion = await self._wait_for(flight)
+        rest = rest_after_typing(flight.lead + suggestion.text, typed)
         if rest is None:
             return None  # the generation went elsewhere than the user typed: start afresh
+        source = "precompute" if flight.precompute else "in-flight"
         if flight.precompute:
             self.stats.precompute_hits += 1
-            return rest, "precompute"
-        self.stats.in_flight_hits += 1
-        return rest, "in-flight"
+        else:
+            self.stats.in_flight_hits += 1
+        return replace(_found(suggestion, source), text=rest)
 
     async def _wait_for(self, flight: Flight) -> Suggestion:
         task = flight.task
@@ -533,7 +576,9 @@ class Completions:
                 self.stats.reduced_windows += 1
                 self._cold.add(flight.uri)
             view = CursorView.at(text, offset, flight.shape.reach)
-            self.cache.put(view, flight.shape.key, suggestion.text)
+            reduced = suggestion.generation is not None and suggestion.generation.window_reduced
+            key = _cold_key(flight.shape.key) if reduced else flight.shape.key
+            self.cache.put(view, key, (suggestion.text, suggestion.confidence))
             if flight.choices > 1:
                 every = (suggestion.text, *suggestion.alternatives)
                 self.choices.put(view, flight.shape.key, every)
@@ -554,9 +599,14 @@ class Completions:
             keep_cache=flight.keep_cache,
             stable_before=flight.stable_before,
             # Background work evaluates the whole window: that is how a cold start warms up.
-            cold_seconds=cold_ms / 1000 if cold_ms and not flight.precompute else None,
+            # A request the user invoked gets the whole window too: they wait for it anyway,
+            # and a cold start's suggestions are worse (BENCHMARKS.md, "Cold start").
+            cold_seconds=(
+                cold_ms / 1000 if cold_ms and not (flight.precompute or flight.invoked) else None
+            ),
             choices=flight.choices,
             background=flight.precompute,
+            invoked=flight.invoked,
         )
 
     def _after_evaluation(self, flight: Flight, finished: bool) -> None:
@@ -642,6 +692,13 @@ class Completions:
         for flight in self._flights.values():
             flight.stop(CancelReason.SHUTDOWN)
         self._flights.clear()
+
+
+def _found(suggestion: Suggestion, source: str) -> _Found:
+    generation = suggestion.generation
+    whole = generation is None or not generation.window_reduced
+    return _Found(suggestion.text, source, suggestion.alternatives, suggestion.confidence,
+                  whole)  # fmt: skip
 
 
 def _timeline(flight: Flight) -> str:

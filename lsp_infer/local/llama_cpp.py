@@ -15,13 +15,21 @@ import dataclasses
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from lsp_infer.config import ModelSettings
-from lsp_infer.core.backend import BackendUnavailable, CompletionJob, Generation, StopReason
+from lsp_infer.core.backend import (
+    BackendUnavailable,
+    CompletionJob,
+    Decoded,
+    Generation,
+    StopReason,
+    TokenProbs,
+)
 from lsp_infer.core.cancel import Cancelled, CancelToken
 from lsp_infer.core.postprocess import complete_lines
 from lsp_infer.core.prompts import (
@@ -34,7 +42,12 @@ from lsp_infer.core.prompts import (
     detect_template,
     with_repository,
 )
-from lsp_infer.core.window import fit_window, smaller_budgets, smaller_suffix_tokens
+from lsp_infer.core.window import (
+    Window,
+    fit_window,
+    smaller_budgets,
+    smaller_suffix_tokens,
+)
 from lsp_infer.local.devices import Device, describe_devices, gpu_layers_for
 from lsp_infer.local.kv_cache import KEEP_AT_LEAST, KvCache
 from lsp_infer.local.kv_files import KvStateFiles, default_directory
@@ -128,11 +141,38 @@ class BackendStats:
     stable_finished: int = 0  # prompts finished up to the last word after a keystroke
 
 
+def fit_any_window(
+    text: str, offset: int, budget: int, count_tokens: Callable[[str], int], **options: Any
+) -> Window:
+    """``fit_window``; where choosing a structured window fails, the nearest lines' window:
+    a bug there must cost a keystroke some quality, never its answer (it is logged)."""
+    try:
+        return fit_window(text, offset, budget, count_tokens, **options)
+    except Exception:
+        if not options.get("structured"):
+            raise
+        log.exception("structured window failed; using the nearest lines")
+        return fit_window(text, offset, budget, count_tokens, **{**options, "structured": False})
+
+
 def _order(setting: str, template: FimTemplate) -> Order:
     for order in ("psm", "spm", "spmv"):
         if setting == order:
             return order
     return template.order
+
+
+def probability(
+    logits: np.ndarray[Any, np.dtype[np.float32]],
+    token: int,
+    among: np.ndarray[Any, np.dtype[np.int64]] | None = None,
+) -> float:
+    """The probability of ``token`` under ``logits`` (a softmax; over the ids ``among`` only,
+    when given): about 0.2 ms for the default model's 151,936 logits, against 40-50 ms to
+    decode the token."""
+    row = logits if among is None else logits[among]
+    top = float(row.max())
+    return float(np.exp(float(logits[token]) - top) / np.exp(row - top).sum())
 
 
 def align_to_typed_space(raw: str, typed: str) -> str:
@@ -178,6 +218,9 @@ class LlamaCppBackend:
         # True while evaluating the part of a prompt a soft cancel lets finish.
         self._protecting = False
         self.warnings: list[str] = []  # for the user, once per load (e.g. no GPU here)
+        # Smaller windows (a cold start's) chosen by structure; False: by distance only, as
+        # the whole window is (bench/quality.py compares the two).
+        self.structured_cold = True
 
     # -- loading (on the lane) ------------------------------------------------------
 
@@ -442,9 +485,12 @@ class LlamaCppBackend:
         suffix_tokens = job.suffix_tokens
         if full_budget is not None:
             suffix_tokens = smaller_suffix_tokens(suffix_tokens, budget, full_budget)
-        window = fit_window(
+        # A smaller window keeps what says what the code is for (the enclosing headers, the
+        # names used) besides the nearest lines; the whole window is the nearest lines.
+        window = fit_any_window(
             job.text, job.offset, budget, self.count_tokens, suffix_tokens=suffix_tokens,
             anchor_lines=PREFIX_ANCHOR_LINES, anchor_slack=budget // 4,
+            structured=full_budget is not None and self.structured_cold,
         )  # fmt: skip
         # Whitespace typed at the end of the prefix ("return ", or an indentation) is left out
         # of the prompt: the model tokenizes it together with the next word (" a",
@@ -524,7 +570,7 @@ class LlamaCppBackend:
             progress.prompt_done_at = prompt_done = time.monotonic()
             self._measure_speed(len(tokens) - reused, prompt_done - started)
             first_logits = self._logits().copy() if job.choices > 1 else None
-            text, generated, reason = self._decode(
+            text, generated, reason, probs = self._decode(
                 job, max_tokens, cancel, prompt_done + job.decode_seconds, built.healed,
                 built.typed_space,
             )  # fmt: skip
@@ -551,7 +597,7 @@ class LlamaCppBackend:
             text=text, stop_reason=reason, prompt_tokens=len(tokens),
             prompt_tokens_reused=reused, generated_tokens=generated,
             prompt_seconds=prompt_done - started, decode_seconds=time.monotonic() - prompt_done,
-            window_reduced=built.reduced, alternatives=alternatives,
+            window_reduced=built.reduced, alternatives=alternatives, probs=probs,
         )  # fmt: skip
 
     def _evaluate(
@@ -678,15 +724,17 @@ class LlamaCppBackend:
         deadline: float,
         healed: bytes,
         typed_space: str,
-        first: int | None = None,
-    ) -> tuple[str, int, StopReason]:
-        """Greedy decoding from the evaluated prompt until a stop (``first``: the first token
-        instead of the most likely one — a choice's branch, whose progress is not reported)."""
+        first: tuple[int, float] | None = None,
+    ) -> tuple[str, int, StopReason, TokenProbs]:
+        """Greedy decoding from the evaluated prompt until a stop (``first``: the first token,
+        and its probability, instead of the most likely one — a choice's branch, whose
+        progress is not reported). Also each token's probability, where it ends in the text."""
         import llama_cpp
 
         llm, vocab = self._llm, self._vocab
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         raw = text = ""
+        probs: list[tuple[int, float]] = []
         # The deadline cuts at whole lines, so it waits for the first one, but only up to half
         # as long again: a long first line (a regex, a long call) is cut there, so that it
         # cannot hold the pause for seconds (multifile benchmark: 44-token lines decoded for
@@ -696,30 +744,33 @@ class LlamaCppBackend:
             cancel.raise_if_cancelled()
             now = time.monotonic()
             if now > deadline and complete_lines(text).strip():
-                return text, generated, "deadline"
+                return text, generated, "deadline", tuple(probs)
             if now > last_resort:  # half a line beats nothing after all that work
-                return text, generated, "line_cut"
-            token = first if generated == 0 and first is not None else self._next(healed)
+                return text, generated, "line_cut", tuple(probs)
+            token, probability = (
+                first if generated == 0 and first is not None else self._next(healed)
+            )
             if (
                 token in self._stop_ids
                 or llama_cpp.llama_vocab_is_eog(vocab, token)
                 or llama_cpp.llama_vocab_is_control(vocab, token)
             ):
-                return text, generated, "end"
+                return text, generated, "end", tuple(probs)
             piece = self._piece(token)
             if healed:  # the part the user already typed is not part of the suggestion
                 consumed = min(len(healed), len(piece))
                 piece, healed = piece[consumed:], healed[consumed:]
             raw += decoder.decode(piece)
             text = align_to_typed_space(raw, typed_space)
+            probs.append((len(text), probability))
             if first is None:  # in-flight reuse reads the suggestion's progress
                 job.progress.text, job.progress.generated_tokens = text, generated + 1
             if job.should_stop(text):
-                return text, generated + 1, "stopped"
+                return text, generated + 1, "stopped", tuple(probs)
             if llm.n_tokens + 1 >= llm.n_ctx():
-                return text, generated + 1, "context_full"
+                return text, generated + 1, "context_full", tuple(probs)
             self._eval([token], cancel)
-        return text, max_tokens, "max_tokens"
+        return text, max_tokens, "max_tokens", tuple(probs)
 
     def _logits(self) -> np.ndarray[Any, np.dtype[np.float32]]:
         import llama_cpp
@@ -729,13 +780,16 @@ class LlamaCppBackend:
             llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)
         )
 
-    def _next(self, healed: bytes) -> int:
-        """The most likely next token (inside a backed-up token: one that matches it)."""
+    def _next(self, healed: bytes) -> tuple[int, float]:
+        """The most likely next token (inside a backed-up token: one that matches it), and
+        its probability (among the matching ones, inside a backed-up token)."""
         logits = self._logits()
         if healed:
             candidates = self._healing_candidates(healed)
-            return int(candidates[np.argmax(logits[candidates])])
-        return int(np.argmax(logits))
+            token = int(candidates[np.argmax(logits[candidates])])
+            return token, probability(logits, token, candidates)
+        token = int(np.argmax(logits))
+        return token, probability(logits, token)
 
     def _first_tokens(self, logits: np.ndarray[Any, Any], healed: bytes, count: int) -> list[int]:
         """The ``count`` most likely first tokens, best first (matching a backed-up token)."""
@@ -746,19 +800,21 @@ class LlamaCppBackend:
     def _alternatives(
         self, job: CompletionJob, prompt_length: int, logits: np.ndarray[Any, Any],
         healed: bytes, typed_space: str, cancel: CancelToken,
-    ) -> tuple[tuple[str, StopReason], ...]:  # fmt: skip
+    ) -> tuple[Decoded, ...]:  # fmt: skip
         """Up to ``job.choices - 1`` other outputs: the same evaluated prompt, each continued
         from the next most likely first token, within _CHOICES_SECONDS in all."""
         llm = self._llm
-        found: list[tuple[str, StopReason]] = []
+        found: list[Decoded] = []
         deadline = time.monotonic() + min(job.decode_seconds, _CHOICES_SECONDS)
+        among = self._healing_candidates(healed) if healed else None
         for first in self._first_tokens(logits, healed, job.choices + 2)[1:]:
             if len(found) == job.choices - 1 or time.monotonic() > deadline:
                 break
             llm.n_tokens = prompt_length  # back to the prompt; the branch overwrites the rest
-            text, _generated, reason = self._decode(
-                job, job.max_tokens, cancel, deadline, healed, typed_space, first
-            )
+            text, _generated, reason, probs = self._decode(
+                job, job.max_tokens, cancel, deadline, healed, typed_space,
+                (first, probability(logits, first, among)),
+            )  # fmt: skip
             if text.strip():
-                found.append((text, reason))
+                found.append(Decoded(text, reason, probs))
         return tuple(found)

@@ -93,6 +93,9 @@ class Shown:
 
     context: CursorView
     text: str
+    # From the whole window (False: a cold start's smaller one, which an invoked request does
+    # not answer from).
+    whole: bool = True
 
 
 def type_ahead(shown: Shown | None, text: str, offset: int, reach: int) -> str | None:

@@ -154,10 +154,13 @@ class LspInferServer(LanguageServer):
         if not self._completes(uri):
             return [], where
         answer = await self._answer(snapshot, offset, explicit)
+        if answer.hidden:
+            self.feedback.hidden(answer.confidence)
         texts = [t for t in (answer.text, *answer.choices) if t]
         ids = self.feedback.issue(
-            uri, offset, texts, snapshot.text, source=answer.source, with_extra=answer.with_extra
-        )
+            uri, offset, texts, snapshot.text, source=answer.source,
+            with_extra=answer.with_extra, confidence=answer.confidence if answer.text else None,
+        )  # fmt: skip
         return list(zip(texts, ids, strict=True)), where
 
     def warm(self, params: Any) -> None:

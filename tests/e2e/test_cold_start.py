@@ -62,3 +62,46 @@ async def test_a_cold_start_answers_from_a_smaller_window_then_uses_the_whole_on
     reused = warm["promptTokensReused"] - cold["promptTokensReused"]
     evaluated = warm["promptTokensEvaluated"] - cold["promptTokensEvaluated"]
     assert reused > 300 and evaluated < 100, (reused, evaluated)
+
+
+async def open_at_the_end(
+    client: LanguageClient, name: str, **completion: object
+) -> tuple[str, int]:
+    """A server with these completion settings (no precompute, no extra context) and a cold
+    160-line file open in it; its uri and the line at its end."""
+    options = {"completion": {"precompute": False, **completion}, "context": {"enabled": False}}
+    await initialize(client, options=options)
+    text = first_lines("difflib.py", 160)
+    uri = f"file:///tmp/lsp-infer-e2e/cold/{name}"
+    open_document(client, uri, text)
+    return uri, text.count("\n")
+
+
+async def test_an_invoked_request_in_a_cold_file_gets_the_whole_window(client: LanguageClient):
+    """The user pressed a key and waits: no cold start's smaller window, whatever
+    completion.coldStartMs says; the choices come from the whole window too."""
+    uri, line = await open_at_the_end(client, "invoked.py", coldStartMs=300, choices=2)
+    result = await inline_at(client, uri, line, 0, invoked=True)
+    assert result.items  # the whole window has something to say at the end of a class body
+    after = await settled(client)
+    assert after["reducedWindows"] == 0, after
+    assert after["promptTokensEvaluated"] > 400, after  # the whole window, in the request
+    assert after["generations"] == 1, after  # no background evaluation was needed after it
+
+
+async def test_a_suggestion_the_model_doubts_is_an_empty_answer_that_counts(
+    client: LanguageClient,
+):
+    """completion.minConfidence at its strictest: typing gets an empty answer, counted as
+    hidden (with its confidence band); the same place invoked gets the suggestion."""
+    uri, line = await open_at_the_end(client, "unsure.py", minConfidence=1.0, choices=1)
+    typed = await inline_at(client, uri, line, 0)
+    assert not typed.items
+    numbers = await stats(client)
+    assert numbers["hidden"] == 1 and numbers["suggested"] == 0, numbers
+    assert numbers["suggestions"]["hidden"] == 1
+    bands = numbers["suggestions"]["byConfidence"]
+    assert sum(band["hidden"] for band in bands.values()) == 1
+    assert bands["unknown"]["hidden"] == 0  # the model's probabilities were known
+    invoked = await inline_at(client, uri, line, 0, invoked=True)
+    assert invoked.items  # the user asked: shown, whatever the model's doubt

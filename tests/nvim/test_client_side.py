@@ -419,11 +419,20 @@ STATS = {
         ],
     },
     "suggestions": {
-        "shown": 10, "accepted": 4, "partlyAccepted": 1, "dismissed": 5, "acceptanceRate": 0.4,
+        "shown": 10, "accepted": 4, "partlyAccepted": 1, "dismissed": 5, "hidden": 3,
+        "acceptanceRate": 0.4,
         "charactersAccepted": 77, "shownToAcceptedMs": {"p50": 900, "p95": 4000},
         "byLength": {"1-15": {"shown": 6, "accepted": 3}, "101+": {"shown": 4, "accepted": 1}},
         "byExtraContext": {
             "without": {"shown": 8, "accepted": 2}, "with": {"shown": 2, "accepted": 2},
+        },
+        "byConfidence": {  # out of order: the plugin puts the server's order back
+            "unknown": {"shown": 1, "accepted": 0, "acceptanceRate": 0.0, "hidden": 0},
+            "0.8-1": {"shown": 3, "accepted": 2, "acceptanceRate": 0.667, "hidden": 0},
+            "0-0.2": {"shown": 0, "accepted": 0, "acceptanceRate": None, "hidden": 2},
+            "0.2-0.4": {"shown": 1, "accepted": 0, "acceptanceRate": 0.0, "hidden": 1},
+            "0.4-0.6": {"shown": 2, "accepted": 1, "acceptanceRate": 0.5, "hidden": 0},
+            "0.6-0.8": {"shown": 3, "accepted": 1, "acceptanceRate": 0.333, "hidden": 0},
         },
     },
 }  # fmt: skip
@@ -460,15 +469,26 @@ def test_stats_figures_in_the_window_and_checkhealth(
         "1-15                   ██████████░░░░░░░░░░  50 % (3/6)",
         "with extra context     ████████████████████  100 % (2/2)",
         "without extra context  █████░░░░░░░░░░░░░░░  25 % (2/8)",
+        "Hidden (model unsure)       3",
+        "by confidence (first line)",
+        "confidence 0-0.2       ░░░░░░░░░░░░░░░░░░░░  – (0/0)           2 hidden",
+        "confidence 0.2-0.4     ░░░░░░░░░░░░░░░░░░░░  0 % (0/1)         1 hidden",
+        "confidence 0.8-1       █████████████░░░░░░░  67 % (2/3)        0 hidden",
+        "confidence unknown     ░░░░░░░░░░░░░░░░░░░░  0 % (0/1)         0 hidden",
+        "suggestions.byConfidence.0-0.2.hidden",
         "suggestions.charactersAccepted",
     ):
         assert expected in text, text
     assert text.index("1-15") < text.index("101+") and text.index("with extra") < text.index(
         "without extra"
     )
+    bands = ["0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1", "unknown"]
+    places = [text.index("confidence " + band) for band in bands]
+    assert places == sorted(places), text  # the server's order, not the dict's
     editor.input("q")
     editor.command("checkhealth lsp_infer")
     report = editor.text()
     assert "Suggestions shown: 10; Accepted: 4" in report, report
+    assert "Dismissed: 5; Hidden (model unsure): 3" in report, report
     assert "40 % (4/10)" in report, report
     assert editor.lua_errors() == [], editor.diagnostics()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from lsp_infer.config import CompletionSettings, ExtraContextSettings
-from lsp_infer.core.backend import CompletionJob, Generation
+from lsp_infer.core.backend import CompletionJob, Generation, StopReason
 from lsp_infer.core.cancel import CancelReason, CancelToken
 from lsp_infer.core.engine import CompletionEngine
 from lsp_infer.local.completions import YIELD_MS, Completions, Tuning
@@ -40,6 +40,11 @@ class ScriptedBackend:
         self.jobs: list[str] = []  # text before the cursor, per generation run
         self.extras: list[tuple[tuple[str, str], ...]] = []  # other files' code, per run
         self.runs: list[CompletionJob] = []  # every job, as the backend got it
+        # A job with a cold-start budget is answered from a smaller window, as the real
+        # backend does when the cache holds none of the prompt, with this text instead.
+        self.cold_answer: str | None = None
+        # Each character's probability, as the real backend reports each token's (None: none).
+        self.probability: float | None = None
 
     async def generate(self, job: CompletionJob, cancel: CancelToken) -> Generation:
         return await self.lane.run(self._run, job, cancel)
@@ -58,7 +63,8 @@ class ScriptedBackend:
                 cancel.raise_if_cancelled()
         job.progress.prompt_done_at = time.monotonic()
         text = ""
-        for char in self.script(before):
+        reduced = self.cold_answer is not None and job.cold_seconds is not None
+        for char in self.cold_answer if reduced and self.cold_answer else self.script(before):
             time.sleep(self.char_seconds)
             if cancel.cancelled:
                 job.progress.stopped_at = time.monotonic()
@@ -66,8 +72,16 @@ class ScriptedBackend:
             text += char
             job.progress.text, job.progress.generated_tokens = text, len(text)
             if job.should_stop(text):
-                return Generation(text, "stopped", generated_tokens=len(text))
-        return Generation(text, "end", generated_tokens=len(text))
+                return self._generation(job, text, "stopped")
+        return self._generation(job, text, "end")
+
+    def _generation(self, job: CompletionJob, text: str, reason: StopReason) -> Generation:
+        reduced = self.cold_answer is not None and job.cold_seconds is not None
+        probs = () if self.probability is None else tuple(
+            (end, self.probability) for end in range(1, len(text) + 1)
+        )  # fmt: skip
+        return Generation(text, reason, generated_tokens=len(text), window_reduced=reduced,
+                          probs=probs)  # fmt: skip
 
 
 def add_script(before: str) -> str:
@@ -427,3 +441,57 @@ async def test_a_warm_in_another_document_stops_background_work_in_the_first() -
     assert first.token.reason is CancelReason.SUPERSEDED
     assert not completions._flights["b"].token.cancelled
     completions.shutdown()
+
+
+# -- invoked means whole; confidence -------------------------------------------------------
+
+COLD = CompletionSettings(precompute=False, debounce_ms=0, cold_start_ms=1500)
+
+
+async def test_an_invoked_request_gets_the_whole_window_typing_a_cold_starts() -> None:
+    completions, backend = make()
+    await completions.suggest("u", DOC, CURSOR, Tuning(COLD, "m"))
+    assert backend.runs[-1].cold_seconds == 1.5 and not backend.runs[-1].invoked
+    for choices in (1, 3):  # with and without choices to cycle through
+        settings = CompletionSettings(precompute=False, cold_start_ms=1500, choices=choices)
+        text, offset = typed(DOC, CURSOR, "x" * choices)  # a new place: no cached answer
+        await completions.suggest("u", text, offset, Tuning(settings, "m"), explicit=True)
+        assert backend.runs[-1].cold_seconds is None and backend.runs[-1].invoked
+
+
+async def test_an_invoked_request_does_not_answer_from_a_cold_windows_suggestion() -> None:
+    completions, backend = make()
+    backend.cold_answer = "a - b"  # what the smaller window writes
+    typing = Tuning(COLD, "m")
+    assert await completions.suggest("u", DOC, CURSOR, typing) == "a - b"
+    # The whole window is evaluated in the background after it, and its suggestion kept.
+    await until(lambda: not completions._flights)
+    assert backend.runs[-1].cold_seconds is None
+    invoked = Tuning(CompletionSettings(precompute=False, cold_start_ms=1500, choices=1), "m")
+    assert await completions.suggest("u", DOC, CURSOR, invoked, explicit=True) == "a + b"
+    # At a place only the small window answered, an invoked request runs the model again.
+    completions.cache.clear()
+    completions._shown.clear()
+    assert await completions.suggest("u", DOC, CURSOR, typing) == "a - b"
+    completions.document_closed("u")  # no background evaluation this time
+    runs = len(backend.runs)
+    assert await completions.suggest("u", DOC, CURSOR, typing) == "a - b"  # typing: cached
+    assert len(backend.runs) == runs
+    assert await completions.suggest("u", DOC, CURSOR, invoked, explicit=True) == "a + b"
+    assert len(backend.runs) == runs + 1 and backend.runs[-1].cold_seconds is None
+
+
+async def test_an_unsure_suggestion_is_hidden_when_typing_shown_when_invoked() -> None:
+    completions, backend = make()
+    backend.probability = 0.1
+    unsure = CompletionSettings(precompute=False, debounce_ms=0, min_confidence=0.3)
+    answer = await completions.answer("u", DOC, CURSOR, Tuning(unsure, "m"))
+    assert answer.text == "" and answer.hidden and answer.confidence == pytest.approx(0.1)
+    assert completions.stats.hidden == 1 and completions.stats.suggested == 0
+    invoked = CompletionSettings(precompute=False, min_confidence=0.3, choices=1)
+    answer = await completions.answer("u", DOC, CURSOR, Tuning(invoked, "m"), explicit=True)
+    assert answer.text == "a + b" and not answer.hidden
+    # At 0 the same output is shown as it was written.
+    off = CompletionSettings(precompute=False, debounce_ms=0, min_confidence=0.0)
+    answer = await completions.answer("u", DOC, CURSOR, Tuning(off, "other"))
+    assert answer.text == "a + b" and answer.confidence == pytest.approx(0.1)

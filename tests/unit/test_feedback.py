@@ -269,3 +269,29 @@ def test_stats_latency_samples_feed_the_series_without_changing_old_keys() -> No
         {"t": 120, "count": 2, "p50": 100.0, "p95": 300.0},
         {"t": 180, "count": 1, "p50": 50.0, "p95": 50.0},
     ]
+
+
+def test_by_confidence_counts_shown_accepted_and_hidden_per_band() -> None:
+    feedback = Feedback()
+    sure, unsure = ("s", 0.93), ("u", 0.31)
+    ids = {}
+    for (name, confidence), place in zip((sure, unsure), (AT, AT - 3), strict=True):
+        ids[name] = feedback.issue(URI, place, [f"x{name}"], DOC, source="model",
+                                   with_extra=False, confidence=confidence)[0]  # fmt: skip
+        feedback.shown(ids[name], 1.0)
+    feedback.accepted(ids["s"], 2.0)
+    feedback.dismissed(ids["u"], 2.0)
+    feedback.hidden(0.05)
+    feedback.hidden(0.12)
+    feedback.hidden(None)  # a hidden answer whose confidence is not known (never happens now)
+    cached = feedback.issue("file:///w/b.py", 0, ["y"], "", source="cache", with_extra=False)
+    feedback.shown(cached[0], 3.0)
+    data = feedback.as_json()
+    assert data["hidden"] == 3
+    bands = data["byConfidence"]
+    assert list(bands) == ["0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1", "unknown"]
+    assert bands["0.8-1"] == {"shown": 1, "accepted": 1, "acceptanceRate": 1.0, "hidden": 0}
+    assert bands["0.2-0.4"] == {"shown": 1, "accepted": 0, "acceptanceRate": 0.0, "hidden": 0}
+    assert bands["0-0.2"] == {"shown": 0, "accepted": 0, "acceptanceRate": None, "hidden": 2}
+    assert bands["unknown"] == {"shown": 1, "accepted": 0, "acceptanceRate": 0.0, "hidden": 1}
+    assert data["issued"] == 3  # hidden answers are not issued suggestions

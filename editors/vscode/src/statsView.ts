@@ -17,6 +17,8 @@ export interface Rate {
   readonly label: string;
   readonly shown: number;
   readonly accepted: number;
+  /** By confidence only: suggestions not shown at all, the model unsure of their first line. */
+  readonly hidden?: number;
 }
 
 type Json = Record<string, unknown>;
@@ -46,18 +48,33 @@ export function latencyPoints(stats: unknown): LatencyPoint[] {
     .sort((a, b) => a.t - b.t);
 }
 
-/** The acceptance-rate bars: all suggestions, then by length, by lines and by extra context. */
+/**
+ * The acceptance-rate bars: all suggestions, then by length, by lines, by extra context and by
+ * the first line's confidence (with how many were hidden for it: completion.minConfidence).
+ * Groups come in the server's order (its buckets, smallest first).
+ */
 export function rates(stats: unknown): { title: string; rows: Rate[] }[] {
   const suggestions = object(object(stats).suggestions);
-  const rate = (label: string, group: Json): Rate => ({ label, shown: number(group.shown) ?? 0, accepted: number(group.accepted) ?? 0 });
-  const groups = (key: string, name: (label: string) => string) =>
-    Object.entries(object(suggestions[key])).map(([label, group]) => rate(name(label), object(group)));
+  const rate = (label: string, group: Json, hidden = false): Rate => ({
+    label,
+    shown: number(group.shown) ?? 0,
+    accepted: number(group.accepted) ?? 0,
+    ...(hidden ? { hidden: number(group.hidden) ?? 0 } : {}),
+  });
+  const groups = (key: string, name: (label: string) => string, hidden = false) =>
+    Object.entries(object(suggestions[key])).map(([label, group]) => rate(name(label), object(group), hidden));
   return [
     { title: 'All suggestions', rows: [rate('all', suggestions)] },
     { title: 'By length (characters)', rows: groups('byLength', (l) => l) },
     { title: 'By lines', rows: groups('byLines', (l) => `${l} line${l === '1' ? '' : 's'}`) },
     { title: 'By extra context (other files in the prompt)', rows: groups('byExtraContext', (l) => `${l} extra context`) },
+    { title: 'By confidence (of the first line)', rows: groups('byConfidence', confidenceLabel, true) },
   ].filter((section) => section.rows.length > 0);
+}
+
+/** "confidence 0.2-0.4"; "unknown" is where none was reported (team model, cached answers). */
+function confidenceLabel(band: string): string {
+  return band === 'unknown' ? 'confidence unknown' : `confidence ${band}`;
 }
 
 /** A round number at or above `value` (1, 2 or 5 times a power of ten) for an axis. */
@@ -116,11 +133,18 @@ function percent(row: Rate): string {
   return row.shown > 0 ? `${Math.round((100 * row.accepted) / row.shown)} %` : '–';
 }
 
-/** Acceptance rates as horizontal bars, one per row: accepted / shown. */
+/** Room right of the rates for the hidden counts (the rate text fills the chart's width). */
+const HIDDEN_W = 80;
+
+/**
+ * Acceptance rates as horizontal bars, one per row: accepted / shown; rows that count hidden
+ * suggestions (by confidence) get that count in a column of its own, right of the rate.
+ */
 export function rateBars(rows: readonly Rate[]): string {
   const rowHeight = 22;
   const barX = 190;
   const barW = W - barX - 110;
+  const hidden = rows.some((row) => row.hidden !== undefined);
   const bars = rows
     .map((row, i) => {
       const yTop = i * rowHeight + 4;
@@ -129,12 +153,15 @@ export function rateBars(rows: readonly Rate[]): string {
         `<text class="label" x="0" y="${yTop + 13}">${escapeHtml(row.label)}</text>` +
         `<rect class="track" x="${barX}" y="${yTop}" width="${barW}" height="16" rx="2"/>` +
         `<rect class="bar" x="${barX}" y="${yTop}" width="${width.toFixed(1)}" height="16" rx="2"/>` +
-        `<text class="value" x="${barX + barW + 8}" y="${yTop + 13}">${percent(row)} (${row.accepted}/${row.shown})</text>`
+        `<text class="value" x="${barX + barW + 8}" y="${yTop + 13}">${percent(row)} (${row.accepted}/${row.shown})</text>` +
+        (row.hidden === undefined ? '' : `<text class="hidden-count" x="${W + 8}" y="${yTop + 13}">${row.hidden} hidden</text>`)
       );
     })
     .join('');
+  const width = hidden ? W + HIDDEN_W : W;
   const height = rows.length * rowHeight + 8;
-  return `<svg class="bars" role="img" viewBox="0 0 ${W} ${height}" width="${W}" height="${height}"><title>Acceptance rate: accepted of shown</title>${bars}</svg>`;
+  const title = `Acceptance rate: accepted of shown${hidden ? '; hidden: not shown, the model unsure of the first line' : ''}`;
+  return `<svg class="bars" role="img" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}"><title>${title}</title>${bars}</svg>`;
 }
 
 /** The key figures: [label, value] pairs. */
@@ -152,6 +179,8 @@ export function figures(stats: unknown): [string, string][] {
     ['Accepted', formatValue(suggestions.accepted)],
     ['Partly accepted', formatValue(suggestions.partlyAccepted)],
     ['Dismissed', formatValue(suggestions.dismissed)],
+    // Answered empty: the model was unsure of the first line (completion.minConfidence).
+    ['Hidden (model unsure)', formatValue(suggestions.hidden)],
     ['Acceptance rate', rate === null ? '–' : `${Math.round(rate * 100)} %`],
     ['Characters accepted', formatValue(suggestions.charactersAccepted)],
     ['Shown → accepted p50 / p95', `${ms(toAccept.p50)} / ${ms(toAccept.p95)}`],
@@ -166,7 +195,7 @@ table { border-collapse: collapse; } td { padding: 1px 12px 1px 0; } td.value { 
 .chart .p95 { stroke: var(--vscode-charts-orange, #d18616); fill: var(--vscode-charts-orange, #d18616); stroke-width: 2; stroke-dasharray: 5 3; }
 .chart circle { stroke-dasharray: none; }
 .grid { stroke: var(--vscode-editorWidget-border, #8884); stroke-width: 1; }
-.axis, .label, .value { fill: var(--vscode-foreground); font-size: 11px; }
+.axis, .label, .value, .hidden-count { fill: var(--vscode-foreground); font-size: 11px; } .hidden-count { opacity: 0.75; }
 .track { fill: var(--vscode-editorWidget-border, #8883); } .bar { fill: var(--vscode-charts-green, #388a34); }
 .legend span { margin-right: 14px; } .key50 { color: var(--vscode-charts-blue, #3794ff); } .key95 { color: var(--vscode-charts-orange, #d18616); }
 .empty, .note { opacity: 0.75; }

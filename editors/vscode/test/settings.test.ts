@@ -115,6 +115,11 @@ describe('buildServerSettings', () => {
     assert.deepEqual(buildServerSettings(reader({ exclude: [] })), { exclude: [] });
   });
 
+  test('minConfidence is a fraction, sent as is (0 is a threshold, not null)', () => {
+    assert.deepEqual(buildServerSettings(reader({ 'completion.minConfidence': 0.25 })), { completion: { minConfidence: 0.25 } });
+    assert.deepEqual(buildServerSettings(reader({ 'completion.minConfidence': 0 })), { completion: { minConfidence: 0 } });
+  });
+
   test('no API key, or an empty one: no team.apiKey and no team object', () => {
     assert.deepEqual(buildServerSettings(reader({}), undefined), {});
     assert.deepEqual(buildServerSettings(reader({}), ''), {});
@@ -124,7 +129,7 @@ describe('buildServerSettings', () => {
   test('every server setting maps to its dotted path', () => {
     const all: Record<string, unknown> = {};
     for (const spec of SERVER_SETTINGS) {
-      all[spec.key] = spec.type === 'boolean' ? false : spec.type === 'integer' ? 7 : spec.type === 'array' ? ['v'] : 'v';
+      all[spec.key] = spec.type === 'boolean' ? false : spec.type === 'integer' ? 7 : spec.type === 'number' ? 0.25 : spec.type === 'array' ? ['v'] : 'v';
     }
     const settings = buildServerSettings(reader(all));
     for (const spec of SERVER_SETTINGS) {
@@ -177,6 +182,8 @@ describe('settings table', () => {
     expect('completion.suffixTokens', { default: 128, minimum: 0, maximum: 16384 });
     expect('completion.precompute', { default: true, type: 'boolean' });
     expect('completion.warm', { default: true, type: 'boolean' });
+    // Its default is checked against package.json (manifest.test.ts), and that against the server.
+    expect('completion.minConfidence', { type: 'number', minimum: 0, maximum: 1 });
     expect('team.url', { default: '', nullAs: 'emptyString' });
     expect('team.model', { default: '', nullAs: 'emptyString' });
     expect('team.api', { default: 'chat', enum: ['chat', 'completions'] });

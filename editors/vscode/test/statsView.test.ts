@@ -19,12 +19,21 @@ const STATS = {
     accepted: 4,
     partlyAccepted: 1,
     dismissed: 5,
+    hidden: 3,
     acceptanceRate: 0.4,
     charactersAccepted: 77,
     shownToAcceptedMs: { p50: 900, p95: 4000, max: 4000, count: 4 },
     byLength: { '1-15': { shown: 6, accepted: 3 }, '16-40': { shown: 4, accepted: 1 }, '41-100': { shown: 0, accepted: 0 } },
     byLines: { '1': { shown: 9, accepted: 4 }, '2-4': { shown: 1, accepted: 0 } },
     byExtraContext: { with: { shown: 2, accepted: 2 }, without: { shown: 8, accepted: 2 } },
+    byConfidence: {
+      '0-0.2': { shown: 0, accepted: 0, acceptanceRate: null, hidden: 2 },
+      '0.2-0.4': { shown: 1, accepted: 0, acceptanceRate: 0, hidden: 1 },
+      '0.4-0.6': { shown: 2, accepted: 1, acceptanceRate: 0.5, hidden: 0 },
+      '0.6-0.8': { shown: 3, accepted: 1, acceptanceRate: 0.333, hidden: 0 },
+      '0.8-1': { shown: 3, accepted: 2, acceptanceRate: 0.667, hidden: 0 },
+      unknown: { shown: 1, accepted: 0, acceptanceRate: 0, hidden: 0 },
+    },
   },
 };
 
@@ -80,11 +89,42 @@ describe('the stats view', () => {
 
   test('rate sections from the server\'s breakdowns', () => {
     const sections = rates(STATS);
-    assert.deepEqual(sections.map((s) => s.title), ['All suggestions', 'By length (characters)', 'By lines', 'By extra context (other files in the prompt)']);
+    assert.deepEqual(sections.map((s) => s.title), [
+      'All suggestions',
+      'By length (characters)',
+      'By lines',
+      'By extra context (other files in the prompt)',
+      'By confidence (of the first line)',
+    ]);
     assert.deepEqual(sections[0].rows, [{ label: 'all', shown: 10, accepted: 4 }]);
     assert.deepEqual(sections[2].rows.map((r) => r.label), ['1 line', '2-4 lines']);
-    assert.deepEqual(sections[3].rows[0], { label: 'with extra context', shown: 2, accepted: 2 });
+    assert.deepEqual(sections[3].rows[0], { label: 'with extra context', shown: 2, accepted: 2 }, 'no hidden count but by confidence');
     assert.deepEqual(rates({}).map((s) => s.title), ['All suggestions'], 'an older server: no breakdowns');
+  });
+
+  test('by confidence: the server\'s bands in its order, each with its hidden count', () => {
+    const section = rates(STATS).find((s) => s.title === 'By confidence (of the first line)');
+    assert.ok(section);
+    assert.deepEqual(section.rows, [
+      { label: 'confidence 0-0.2', shown: 0, accepted: 0, hidden: 2 },
+      { label: 'confidence 0.2-0.4', shown: 1, accepted: 0, hidden: 1 },
+      { label: 'confidence 0.4-0.6', shown: 2, accepted: 1, hidden: 0 },
+      { label: 'confidence 0.6-0.8', shown: 3, accepted: 1, hidden: 0 },
+      { label: 'confidence 0.8-1', shown: 3, accepted: 2, hidden: 0 },
+      { label: 'confidence unknown', shown: 1, accepted: 0, hidden: 0 },
+    ]);
+    const svg = rateBars(section.rows);
+    const hidden = [...svg.matchAll(/<text class="hidden-count" [^>]*>([^<]*)</g)].map((m) => m[1]);
+    assert.deepEqual(hidden, ['2 hidden', '1 hidden', '0 hidden', '0 hidden', '0 hidden', '0 hidden']);
+    assert.match(svg, />– \(0\/0\)</, 'a band with nothing shown has no rate');
+    assert.match(svg, />67 % \(2\/3\)</);
+    const page = statsHtml(STATS, { cspSource: 'vscode-webview://x', when: new Date(0) });
+    assert.match(page, /<h3>By confidence \(of the first line\)<\/h3>/);
+    assert.match(page, />confidence 0\.2-0\.4</);
+    assert.match(page, />1 hidden</);
+    assert.match(page, /<td>Hidden \(model unsure\)<\/td><td class="value">3<\/td>/);
+    assert.ok(!/hidden-count/.test(rateBars(rates(STATS)[1].rows)), 'other breakdowns have no hidden column');
+    assert.ok(!rates({ suggestions: { byLength: {} } }).some((s) => s.title.startsWith('By confidence')), 'an older server: no such section');
   });
 
   test('key figures', () => {
@@ -95,11 +135,13 @@ describe('the stats view', () => {
       ['Accepted', '4'],
       ['Partly accepted', '1'],
       ['Dismissed', '5'],
+      ['Hidden (model unsure)', '3'],
       ['Acceptance rate', '40 %'],
       ['Characters accepted', '77'],
       ['Shown → accepted p50 / p95', '900 ms / 4.0 s'],
     ]);
-    assert.deepEqual(figures({}).at(6), ['Acceptance rate', '–']);
+    assert.deepEqual(figures({}).at(7), ['Acceptance rate', '–']);
+    assert.deepEqual(figures({}).at(6), ['Hidden (model unsure)', '–'], 'an older server: no hidden count');
   });
 
   test('the page: no script, nothing loaded from elsewhere, text escaped', () => {

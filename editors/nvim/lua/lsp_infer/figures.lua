@@ -73,6 +73,8 @@ function M.summary(stats)
     { "Accepted", count(s.accepted) },
     { "Partly accepted", count(s.partlyAccepted) },
     { "Dismissed", count(s.dismissed) },
+    -- Answered empty: the model was unsure of the first line (completion.minConfidence).
+    { "Hidden (model unsure)", count(s.hidden) },
     { "Acceptance rate", rate and ("%d %%"):format(math.floor(rate * 100 + 0.5)) or "–" },
     { "Characters accepted", count(s.charactersAccepted) },
     { "Shown → accepted p50 / p95", M.ms(to_accept.p50) .. " / " .. M.ms(to_accept.p95) },
@@ -114,40 +116,72 @@ function M.latency(stats, max_rows, time_label)
   return lines
 end
 
+-- The server's confidence bands (lsp_infer/feedback.py), in its order: "unknown" is where no
+-- confidence was reported (the team model, cached answers).
+local CONFIDENCE_BANDS = { "0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1", "unknown" }
+
 local SECTIONS = {
   { "byLength", "by length (characters)", function(label) return label end },
   { "byLines", "by lines", function(label)
     return label .. (label == "1" and " line" or " lines")
   end },
   { "byExtraContext", "by extra context", function(label) return label .. " extra context" end },
+  -- With how many of each band were hidden (completion.minConfidence), not only shown.
+  { "byConfidence", "by confidence (first line)", function(label)
+    return "confidence " .. label
+  end, order = CONFIDENCE_BANDS, hidden = true },
 }
 
---- Acceptance rates: all suggestions, then by length, lines and extra context, as bars.
+--- The labels of a breakdown in `order` (others after them), else small buckets first: the
+--- server's order is lost in a Lua table.
+local function sorted_labels(groups, order)
+  local rank = {}
+  for i, label in ipairs(order or {}) do
+    rank[label] = i
+  end
+  local labels = vim.tbl_keys(groups)
+  table.sort(labels, function(a, b)
+    local ra, rb = rank[a] or math.huge, rank[b] or math.huge
+    if ra ~= rb then
+      return ra < rb
+    end
+    local na, nb = tonumber(a:match("^%d+")), tonumber(b:match("^%d+"))
+    if na and nb and na ~= nb then
+      return na < nb
+    end
+    return a < b -- "with" before "without"
+  end)
+  return labels
+end
+
+--- `text` padded with spaces to `width` display cells ("–" is one cell, three bytes).
+local function pad(text, width)
+  return text .. string.rep(" ", width - vim.fn.strdisplaywidth(text))
+end
+
+--- Acceptance rates: all suggestions, then by length, lines, extra context and confidence
+--- (with the hidden count), as bars.
 function M.rates(stats)
   local s = object(object(stats).suggestions)
   local lines = {}
-  local function row(label, group)
+  local function row(label, group, hidden)
     local shown, accepted = number(group.shown) or 0, number(group.accepted) or 0
     local fraction = shown > 0 and accepted / shown or 0
-    table.insert(lines, ("  %-22s %s  %s"):format(label, M.bar(fraction, 20),
-      M.rate(accepted, shown)))
+    local rate = M.rate(accepted, shown)
+    if hidden then
+      -- A column of its own, so the rate before it (of varying width) is padded.
+      rate = ("%s  %d hidden"):format(pad(rate, 16), number(group.hidden) or 0)
+    end
+    table.insert(lines, ("  %-22s %s  %s"):format(label, M.bar(fraction, 20), rate))
   end
   row("all", s)
   for _, section in ipairs(SECTIONS) do
     local groups = object(s[section[1]])
-    local labels = vim.tbl_keys(groups)
+    local labels = sorted_labels(groups, section.order)
     if #labels > 0 then
-      -- The server's order is lost in a Lua table: small buckets first.
-      table.sort(labels, function(a, b)
-        local na, nb = tonumber(a:match("^%d+")), tonumber(b:match("^%d+"))
-        if na and nb and na ~= nb then
-          return na < nb
-        end
-        return a < b -- "with" before "without"
-      end)
       table.insert(lines, section[2])
       for _, label in ipairs(labels) do
-        row(section[3](label), object(groups[label]))
+        row(section[3](label), object(groups[label]), section.hidden)
       end
     end
   end

@@ -1,0 +1,258 @@
+"""Completion quality along the server's real paths: `lsp-infer serve` over stdio, a real LSP
+client, the holes of bench/holes.py (code nobody here wrote), each in a file of its own.
+
+Paths (what the user did before the suggestion that is scored):
+  invoked  the file is opened and a suggestion invoked at once (Alt+] in VS Code)
+  opened   the file is opened and a suggestion asked for at once, as typing asks (Automatic):
+           the prompt is cold, so a cold start's smaller window answers (completion.coldStartMs)
+  typed    the file is opened without the line above the hole, which is then typed a key at a
+           time (a request per key, 60 ms apart), then Enter with its indentation, and the
+           request after it is scored: typing into a file the server has just seen
+  warmed   the file is opened, the editor says the cursor rests there (lspInfer/warm), the
+           server evaluates the whole window in the background, then an automatic request
+
+Configurations are named JSON settings (initializationOptions), compared in the same run:
+by default the defaults, and the whole window always (completion.coldStartMs 0).
+
+Reports per configuration, path and suite: exact match of the first line, edit similarity,
+the share of requests that showed something, the share of those whose first line is right,
+and the latency of the scored request (p50 / p95).
+
+    python bench/paths.py --suite header,local --holes 30
+    python bench/paths.py --configs 'strict={"completion":{"minConfidence":0.3}}'
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from holes import Hole, score, suites
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from lsp_infer.threads import set_thread_waiting
+
+set_thread_waiting()  # the server's own waiting, set before anything loads llama.cpp
+
+PATHS = ("invoked", "opened", "typed", "warmed")
+WHOLE = {"completion": {"coldStartMs": 0}}
+KEY_SECONDS = 0.06
+
+
+def position(text: str, offset: int) -> types.Position:
+    before = text[:offset]
+    column = before[before.rfind("\n") + 1 :]
+    return types.Position(before.count("\n"), len(column.encode("utf-16-le")) // 2)
+
+
+@dataclass
+class Scored:
+    suggestion: str
+    seconds: float
+
+
+class Editor:
+    """A real LSP client driving `lsp-infer serve` as an editor would, one file at a time."""
+
+    def __init__(self, client: LanguageClient) -> None:
+        self.client = client
+        self.versions: dict[str, int] = {}
+
+    def open(self, uri: str, text: str) -> None:
+        self.versions[uri] = 1
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+            )
+        )
+
+    def close(self, uri: str) -> None:
+        self.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri))
+        )
+
+    def insert(self, uri: str, text: str, offset: int, typed: str) -> None:
+        self.versions[uri] += 1
+        at = position(text, offset)
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+                [types.TextDocumentContentChangePartial(types.Range(at, at), typed)],
+            )
+        )
+
+    def ask(self, uri: str, text: str, offset: int, invoked: bool = False) -> asyncio.Future[Any]:
+        kind = types.InlineCompletionTriggerKind
+        return self.client.text_document_inline_completion_async(
+            types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=position(text, offset),
+                context=types.InlineCompletionContext(
+                    trigger_kind=kind.Invoked if invoked else kind.Automatic
+                ),
+            )
+        )
+
+    async def suggestion(self, uri: str, text: str, offset: int, invoked: bool = False) -> Scored:
+        started = time.perf_counter()
+        answer = await self.ask(uri, text, offset, invoked)
+        seconds = time.perf_counter() - started
+        items = answer.items if isinstance(answer, types.InlineCompletionList) else []
+        return Scored(str(items[0].insert_text) if items else "", seconds)
+
+    async def stats(self) -> Any:
+        """lspInfer/stats, as pygls' client gives an untyped result (attributes)."""
+        return await self.client.protocol.send_request_async("lspInfer/stats", {})
+
+    async def idle(self, seconds: float = 120) -> None:
+        """Wait until the model has not evaluated a prompt token for 0.6 s."""
+        deadline = time.monotonic() + seconds
+        last = -1
+        while time.monotonic() < deadline:
+            now = (await self.stats()).promptTokensEvaluated
+            if now == last:
+                return
+            last = now
+            await asyncio.sleep(0.6)
+
+
+@asynccontextmanager
+async def editor(options: dict[str, Any]) -> AsyncIterator[Editor]:
+    client = LanguageClient("bench-paths", "0")
+
+    @client.feature("lspInfer/status")
+    def model_status(_params: object) -> None:  # the bench waits for its first answer
+        pass
+
+    await client.start_io(sys.executable, "-m", "lsp_infer", "serve", "--log-level", "warning")
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            root_uri=Path.cwd().as_uri(),
+            initialization_options=options,
+        )
+    )
+    client.initialized(types.InitializedParams())
+    driver = Editor(client)
+    warm_up = "file:///bench-paths/warm_up.py"
+    driver.open(warm_up, "def add(a, b):\n    return ")
+    await driver.suggestion(warm_up, "def add(a, b):\n    return ", 26)  # the model is loaded
+    driver.close(warm_up)
+    try:
+        yield driver
+    finally:
+        await client.shutdown_async(None)
+        client.exit(None)
+        await client.stop()
+
+
+async def run_path(driver: Editor, path: str, hole: Hole, uri: str) -> Scored:
+    """Open the hole's file as ``path`` says, and the scored suggestion at the hole."""
+    if path != "typed":
+        driver.open(uri, hole.text)
+        if path == "warmed":
+            driver.client.protocol.notify(
+                "lspInfer/warm",
+                {"textDocument": {"uri": uri}, "position": position(hole.text, hole.offset)},
+            )
+            await asyncio.sleep(0.2)
+            await driver.idle()
+        return await driver.suggestion(uri, hole.text, hole.offset, invoked=path == "invoked")
+    # Typed: the line above the hole typed a key at a time, then Enter and its indentation.
+    line_start = hole.text.rfind("\n", 0, hole.offset) + 1
+    above_start = hole.text.rfind("\n", 0, line_start - 1) + 1
+    above = hole.text[above_start : line_start - 1]
+    indent = len(above) - len(above.lstrip())
+    code_at = above_start + indent
+    text = hole.text[:code_at] + hole.text[line_start - 1 :]  # the line above: indentation only
+    text = text[:code_at] + text[code_at + 1 + (hole.offset - line_start) :]  # no hole line
+    driver.open(uri, text)
+    asked = []
+    offset = code_at
+    for key in [*above[indent:], "\n" + hole.text[line_start : hole.offset]]:
+        driver.insert(uri, text, offset, key)
+        text, offset = text[:offset] + key + text[offset:], offset + len(key)
+        asked.append(driver.ask(uri, text, offset))
+        await asyncio.sleep(KEY_SECONDS)
+    assert text == hole.text and offset == hole.offset, "typed into something else"
+    started = time.perf_counter()
+    answer = await asked.pop()
+    await asyncio.gather(*asked)  # every request gets its answer
+    items = answer.items if isinstance(answer, types.InlineCompletionList) else []
+    return Scored(str(items[0].insert_text) if items else "", time.perf_counter() - started)
+
+
+async def run_config(
+    options: dict[str, Any], paths: list[str], chosen: dict[str, list[Hole]]
+) -> dict[str, dict[str, list[tuple[Hole, Scored]]]]:
+    """Each path in a server of its own: the suggestion cache is keyed by the text around the
+    cursor, so a hole asked on one path would be a cache hit on the next."""
+    results: dict[str, dict[str, list[tuple[Hole, Scored]]]] = {}
+    for path in paths:
+        async with editor(options) as driver:
+            for name, holes in chosen.items():
+                scored = []
+                for index, hole in enumerate(holes):
+                    uri = f"file:///bench-paths/{path}/{name}/{index}/{hole.module}"
+                    scored.append((hole, await run_path(driver, path, hole, uri)))
+                    driver.close(uri)
+                results.setdefault(path, {})[name] = scored
+    return results
+
+
+def summary(scored: list[tuple[Hole, Scored]]) -> dict[str, float]:
+    hits = [score(s.suggestion, h.expected) for h, s in scored]
+    shown = [(hit, s) for (hit, _), (_h, s) in zip(hits, scored, strict=True) if s.suggestion]
+    seconds = sorted(s.seconds for _h, s in scored)
+    return {
+        "exact": 100 * statistics.mean(hit for hit, _ in hits),
+        "similarity": 100 * statistics.mean(ratio for _, ratio in hits),
+        "shown": 100 * len(shown) / len(scored),
+        "right_of_shown": 100 * statistics.mean(hit for hit, _ in shown) if shown else 0.0,
+        "p50": statistics.median(seconds),
+        "p95": seconds[min(len(seconds) - 1, round(0.95 * (len(seconds) - 1)))],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--suite", default="header,local", help="bench/holes.py suites")
+    parser.add_argument("--holes", type=int, default=30, help="holes per suite")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--paths", default=",".join(PATHS))
+    parser.add_argument(
+        "--configs", default=f"default={{}};whole={json.dumps(WHOLE)}",
+        help="NAME=JSON settings, separated by ';'",
+    )  # fmt: skip
+    args = parser.parse_args()
+    chosen = suites(args.suite, args.holes, args.seed)
+    paths = args.paths.split(",")
+    print(f"{', '.join(f'{n}: {len(h)} holes' for n, h in chosen.items())}; "
+          f"paths {', '.join(paths)}; Python {sys.version.split()[0]}")  # fmt: skip
+    header = f"{'config':10} {'path':8} {'suite':7} {'exact %':>8} {'edit sim %':>10} "
+    print(header + f"{'shown %':>8} {'right of shown %':>17} {'p50 s':>6} {'p95 s':>6}")
+    for spec in args.configs.split(";"):
+        name, _, options = spec.partition("=")
+        results = asyncio.run(run_config(json.loads(options or "{}"), paths, chosen))
+        for path, by_suite in results.items():
+            for suite, scored in by_suite.items():
+                s = summary(scored)
+                print(f"{name:10} {path:8} {suite:7} {s['exact']:8.1f} {s['similarity']:10.1f} "
+                      f"{s['shown']:8.1f} {s['right_of_shown']:17.1f} {s['p50']:6.2f} "
+                      f"{s['p95']:6.2f}", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
