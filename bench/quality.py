@@ -28,9 +28,9 @@ Reports exact match (first suggested line == the removed line), edit similarity 
 ratio), and seconds per hole (a cold prompt each: no KV reuse between holes). --curve adds,
 for each configuration, what completion.minConfidence would do at several thresholds: the
 share of suggestions shown, the share of the shown whose first line is right, and the share
-of the right ones still shown (for each measure of a line's confidence: its lowest token
-probability, the server's; their product, the whole line's probability; their geometric
-mean; the first token's).
+of the right ones still shown (for each measure of a line's confidence: the product of its
+tokens' probabilities, the whole line's probability, the server's; the lowest of them; their
+geometric mean; the first token's).
 
     python bench/quality.py --suite local,header --configs psm,spmv,spmv@162 --curve
 """
@@ -172,13 +172,13 @@ def run_config(
 
 def first_line_measures(text: str, probs: tuple[tuple[int, float], ...]) -> dict[str, float]:
     """Four measures of how sure the model was of the output's first line with code: the
-    lowest probability of its tokens (the server's, core/confidence.py), their product (the
-    line's probability), their geometric mean (JetBrains' mean log-probability), the first
-    token's."""
+    product of its tokens' probabilities (the line's probability: the server's,
+    core/confidence.py), the lowest of them, their geometric mean (JetBrains' mean
+    log-probability), the first token's."""
     lines = line_confidences(text, probs)
     if not lines or not probs:
         return {"min": 0.0, "mean": 0.0, "product": 0.0, "first": 0.0}
-    start, end, lowest = lines[0]
+    start, end, product = lines[0]
     inside, previous = [], 0
     for token_end, probability in probs:
         if start <= previous < end:
@@ -186,20 +186,22 @@ def first_line_measures(text: str, probs: tuple[tuple[int, float], ...]) -> dict
         previous = token_end
     inside = inside or [probs[0][1]]
     logs = [math.log(max(p, 1e-12)) for p in inside]
-    return {"min": lowest or 0.0, "mean": math.exp(statistics.mean(logs)),
-            "product": math.exp(sum(logs)), "first": probs[0][1]}  # fmt: skip
+    return {"min": min(inside), "mean": math.exp(statistics.mean(logs)),
+            "product": product or 0.0, "first": probs[0][1]}  # fmt: skip
 
 
 THRESHOLDS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6)
 
 
 def print_curve(config: str, records: list[dict[str, Any]]) -> None:
-    """What each minConfidence threshold would do to these suggestions (first lines)."""
+    """What each minConfidence threshold would do to these suggestions (first lines): the
+    share of holes with a suggestion shown, the share of those right, the share of the
+    right ones still shown. An empty suggestion is never shown."""
     right = sum(r["hit"] for r in records) or 1
-    for measure in ("min", "product", "mean", "first"):
+    for measure in ("product", "min", "mean", "first"):
         cells = []
         for threshold in THRESHOLDS:
-            shown = [r for r in records if r[measure] >= threshold]
+            shown = [r for r in records if r["text"].strip() and r[measure] >= threshold]
             hits = sum(r["hit"] for r in shown)
             precision = 100 * hits / len(shown) if shown else 0.0
             cells.append(f"{threshold:.2f}: {100 * len(shown) / len(records):3.0f}/"

@@ -101,11 +101,17 @@ class CompletionSettings:
     # An explicitly invoked request (the user asked, e.g. by cycling through suggestions) is
     # answered with up to this many distinct suggestions; typing always gets one.
     choices: int = _bounded(3, 1, 10)
-    # How sure the model must be of a line (the lowest probability of its tokens) for it to be
-    # shown: a suggestion whose first line is below it is hidden (an automatic one: an invoked
-    # one is only cut), and one is cut before a later line below it. 0 shows whatever the
-    # model wrote. See core/confidence.py and BENCHMARKS.md, "Confidence".
-    min_confidence: float = field(default=0.0, metadata={"min": 0.0, "max": 1.0})
+    # How sure the model must be of a line (the probability it gave the whole line, the
+    # product of its tokens') for it to be shown: a suggestion whose first line is below it is
+    # hidden (an automatic one: an invoked one is only cut), and one is cut before a later line
+    # below it. 0 shows whatever the model wrote. See core/confidence.py and BENCHMARKS.md,
+    # "Confidence".
+    min_confidence: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})
+    # The same for a typing request's suggestion from a cold start's smaller window, which
+    # guesses more: one whose first line is below this is hidden (the larger of the two
+    # thresholds holds), and the whole window, evaluated right after, answers the next
+    # request. See BENCHMARKS.md, "Cold start by structure and confidence".
+    cold_start_confidence: float = field(default=0.3, metadata={"min": 0.0, "max": 1.0})
     # When the editor says the cursor rests somewhere (lspInfer/warm: after switching files or
     # moving the cursor), evaluate the whole window's prompt there in the background, so the
     # first suggestion there needs no cold start. Costs CPU while the user reads.

@@ -2,15 +2,20 @@
 
 The backend records, for each token it decodes, where the token ends in the output and the
 probability the model gave it (a softmax of the logits it computes anyway: no extra model
-work). A line's confidence is the lowest probability of a token starting in it: one unlikely
-token is where a line goes wrong (a wrong name, a wrong operator), and a mean would hide it
-behind the sure tokens around it (BENCHMARKS.md, "Confidence", measured both).
+work). A line's confidence is the probability the model gave the whole line: the product of
+the probabilities of the tokens starting in it. Measured against the lowest token's and the
+geometric mean's (JetBrains' mean log-probability) on 60 standard-library holes, the product
+separated right first lines from wrong ones best (BENCHMARKS.md, "Confidence"): a line is
+wrong when any of its tokens is, and a long line of fairly sure tokens is less sure than a
+short one.
 
 With ``completion.minConfidence`` above 0:
 - a suggestion is cut before its first later line below it, at the line's start;
 - one whose first line (the first with code) is below it is unsure: the keystroke path
   hides it from typing (an empty answer: the editor shows nothing rather than something the
   model itself doubts), and shows it to a user who invoked a suggestion.
+A typing request's suggestion from a cold start's smaller window is held to the larger of
+``minConfidence`` and ``completion.coldStartConfidence`` (local/completions.py).
 """
 
 from __future__ import annotations
@@ -41,20 +46,20 @@ def line_confidences(text: str, probs: TokenProbs) -> list[tuple[int, int, float
     """(start, end, confidence) of each line of ``text`` with code in it; a line's end
     includes its "\\n". A token belongs to the line it starts in (a token that starts with the
     line's "\\n" decided to end it); a line with no token of its own has no confidence."""
-    lowest: dict[int, float] = {}
+    product: dict[int, float] = {}
     line_starts = [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
     start = 0
     line = 0
     for end, probability in probs:
         while line + 1 < len(line_starts) and line_starts[line + 1] <= start:
             line += 1
-        lowest[line] = min(probability, lowest.get(line, 1.0))
+        product[line] = probability * product.get(line, 1.0)
         start = max(start, end)
     result = []
     for index, line_start in enumerate(line_starts):
         line_end = line_starts[index + 1] if index + 1 < len(line_starts) else len(text)
         if text[line_start:line_end].strip():
-            result.append((line_start, line_end, lowest.get(index)))
+            result.append((line_start, line_end, product.get(index)))
     return result
 
 

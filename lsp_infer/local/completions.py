@@ -299,12 +299,14 @@ class Completions:
             self.stats.superseded += 1
             return Answer("", "superseded")
         # The model doubts its first line: typing gets nothing rather than that; a user who
-        # invoked a suggestion gets it (completion.minConfidence).
-        hidden = (
-            bool(found.text)
-            and not explicit
-            and unsure(found.confidence, shape.settings.min_confidence)
+        # invoked a suggestion gets it (completion.minConfidence). A cold start's smaller
+        # window is held to a stricter threshold (completion.coldStartConfidence): it guesses
+        # more, and the whole window, evaluated next, answers the next request.
+        threshold = max(
+            shape.settings.min_confidence,
+            0.0 if found.whole else shape.settings.cold_start_confidence,
         )
+        hidden = bool(found.text) and not explicit and unsure(found.confidence, threshold)
         answer = "" if hidden else found.text
         self._answered(answer, found.source, (time.monotonic() - started) * 1000)
         self.stats.hidden += hidden

@@ -38,7 +38,8 @@ async def test_a_cold_start_answers_from_a_smaller_window_then_uses_the_whole_on
     await initialize(
         client,
         options={
-            "completion": {"precompute": False, "coldStartMs": 300},
+            # The cold answer shown whatever the model's doubt: this test is about the window.
+            "completion": {"precompute": False, "coldStartMs": 300, "coldStartConfidence": 0},
             "context": {"enabled": False},
         },
     )
@@ -105,3 +106,20 @@ async def test_a_suggestion_the_model_doubts_is_an_empty_answer_that_counts(
     assert bands["unknown"]["hidden"] == 0  # the model's probabilities were known
     invoked = await inline_at(client, uri, line, 0, invoked=True)
     assert invoked.items  # the user asked: shown, whatever the model's doubt
+
+
+async def test_a_cold_starts_suggestion_is_held_to_the_stricter_threshold(
+    client: LanguageClient,
+):
+    """completion.coldStartConfidence at its strictest: the cold start's suggestion is hidden,
+    the whole window is evaluated right after, and at the same place its suggestion is shown
+    (completion.minConfidence 0)."""
+    uri, line = await open_at_the_end(client, "cold-unsure.py", coldStartMs=300,
+                                      coldStartConfidence=1.0, minConfidence=0)  # fmt: skip
+    cold = await inline_at(client, uri, line, 0)
+    assert not cold.items
+    after = await settled(client)
+    assert after["reducedWindows"] == 1 and after["hidden"] == 1, after
+    assert after["promptTokensEvaluated"] > 400, after  # the whole window, in the background
+    whole = await inline_at(client, uri, line, 0)
+    assert whole.items, "the whole window's suggestion is held to minConfidence only"

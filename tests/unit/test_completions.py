@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -43,7 +44,7 @@ class ScriptedBackend:
         # A job with a cold-start budget is answered from a smaller window, as the real
         # backend does when the cache holds none of the prompt, with this text instead.
         self.cold_answer: str | None = None
-        # Each character's probability, as the real backend reports each token's (None: none).
+        # The output's probability, as the real backend reports each token's (None: none).
         self.probability: float | None = None
 
     async def generate(self, job: CompletionJob, cancel: CancelToken) -> Generation:
@@ -77,9 +78,8 @@ class ScriptedBackend:
 
     def _generation(self, job: CompletionJob, text: str, reason: StopReason) -> Generation:
         reduced = self.cold_answer is not None and job.cold_seconds is not None
-        probs = () if self.probability is None else tuple(
-            (end, self.probability) for end in range(1, len(text) + 1)
-        )  # fmt: skip
+        # The whole output as one token: a one-line output's confidence is the probability.
+        probs = () if self.probability is None or not text else ((len(text), self.probability),)
         return Generation(text, reason, generated_tokens=len(text), window_reduced=reduced,
                           probs=probs)  # fmt: skip
 
@@ -495,3 +495,22 @@ async def test_an_unsure_suggestion_is_hidden_when_typing_shown_when_invoked() -
     off = CompletionSettings(precompute=False, debounce_ms=0, min_confidence=0.0)
     answer = await completions.answer("u", DOC, CURSOR, Tuning(off, "other"))
     assert answer.text == "a + b" and answer.confidence == pytest.approx(0.1)
+
+
+async def test_a_cold_starts_suggestion_is_held_to_the_stricter_threshold() -> None:
+    completions, backend = make()
+    backend.cold_answer, backend.probability = "a - b", 0.2  # the small window, fairly unsure
+    settings = replace(COLD, min_confidence=0.1, cold_start_confidence=0.3)
+    answer = await completions.answer("u", DOC, CURSOR, Tuning(settings, "m"))
+    assert answer.text == "" and answer.hidden and completions.stats.hidden == 1
+    assert backend.runs[-1].cold_seconds == 1.5
+    # The whole window is evaluated right after; at the same confidence its answer is shown.
+    await until(lambda: not completions._flights)
+    assert backend.runs[-1].cold_seconds is None
+    answer = await completions.answer("u", DOC, CURSOR, Tuning(settings, "m"))
+    assert answer.text == "a + b" and not answer.hidden
+    # At 0 the cold start's suggestion is shown as before.
+    completions.cache.clear()
+    completions.document_closed("u")
+    trusting = Tuning(replace(settings, cold_start_confidence=0.0), "m")
+    assert await completions.suggest("u", DOC, CURSOR, trusting) == "a - b"

@@ -46,7 +46,11 @@ export const LOG_LEVELS = ['error', 'warning', 'info', 'debug'] as const;
  * `completion.minConfidence`: the server's default (lsp_infer/config.py), here and in
  * package.json, both tested against it; it may rise once the benchmark settles a threshold.
  */
-export const MIN_CONFIDENCE_DEFAULT = 0;
+export const MIN_CONFIDENCE_DEFAULT = 0.1;
+
+/** `completion.coldStartConfidence`: the server's default (lsp_infer/config.py), here and in
+ * package.json, both tested against it. */
+export const COLD_START_CONFIDENCE_DEFAULT = 0.3;
 
 /** Every server setting the extension contributes; package.json must match (tested). */
 export const SERVER_SETTINGS: readonly SettingSpec[] = [
@@ -214,7 +218,16 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     default: MIN_CONFIDENCE_DEFAULT,
     minimum: 0,
     maximum: 1,
-    description: 'How sure the model must be of a line (the lowest probability of its tokens) for it to be shown: a suggestion whose first line is below it is hidden while typing (an invoked suggestion is shown, only cut); a suggestion is cut before a later line below it. 0 shows whatever the model wrote.',
+    description: 'How sure the model must be of a line (the probability it gave the whole line, the product of the probabilities of its tokens) for it to be shown: a suggestion whose first line is below it is hidden while typing (an invoked suggestion is shown, only cut); a suggestion is cut before a later line below it. 0 shows whatever the model wrote.',
+  },
+  {
+    key: 'completion.coldStartConfidence',
+    type: 'number',
+    default: COLD_START_CONFIDENCE_DEFAULT,
+    minimum: 0,
+    maximum: 1,
+    description:
+      'Like minConfidence, for a suggestion while typing that comes from a cold start\'s smaller window (the first one in a file, or far from the last place), which guesses more: one whose first line the model is less sure of than this is hidden (the larger of the two thresholds holds). The whole window is evaluated right after, and the next suggestion comes from it.',
   },
   {
     key: 'completion.warm',

@@ -184,6 +184,7 @@ describe('settings table', () => {
     expect('completion.warm', { default: true, type: 'boolean' });
     // Its default is checked against package.json (manifest.test.ts), and that against the server.
     expect('completion.minConfidence', { type: 'number', minimum: 0, maximum: 1 });
+    expect('completion.coldStartConfidence', { type: 'number', minimum: 0, maximum: 1 });
     expect('team.url', { default: '', nullAs: 'emptyString' });
     expect('team.model', { default: '', nullAs: 'emptyString' });
     expect('team.api', { default: 'chat', enum: ['chat', 'completions'] });
