@@ -121,8 +121,7 @@ class Stats:
     context_refreshes: int = 0  # background evaluations of a new pick of extra context
     context_switches: int = 0  # new picks put in use (their prompt evaluated in full)
     reduced_windows: int = 0  # generations answered from a smaller window (cold starts)
-    hidden: int = 0  # answered empty: the model was unsure of the first line (minConfidence,
-    # coldStartConfidence)
+    hidden: int = 0  # answered empty: the model doubted the first line (the confidence settings)
     prompt_tokens_evaluated: int = 0
     prompt_tokens_reused: int = 0
     tokens_generated: int = 0

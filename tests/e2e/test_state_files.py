@@ -10,13 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.test_switching import COMPARABLE
 from tests.fuzz.raw_server import RawServer
 
 STDLIB = Path(json.__file__).parent.parent
-# Whole windows only and no decoding deadline: answers comparable whatever the machine's speed.
-# Whole windows, no deadline, and every suggestion as decoded (no confidence threshold hides
-# one the model doubts): answers to compare, whatever the machine and the defaults.
-COMPARABLE = {"precompute": False, "coldStartMs": 0, "timeoutMs": 60_000, "minConfidence": 0}
 URI = "file:///tmp/lsp-infer-e2e/state-files/a.py"
 
 
