@@ -152,7 +152,8 @@ spawned_wall = float(sys.argv[1])
 t0 = time.perf_counter()
 from llama_cpp import Llama
 from lsp_infer.models import ensure_default_model
-from lsp_infer.local.llama_cpp import PREFIX_ANCHOR_LINES, default_threads
+from lsp_infer.local.loaded_model import default_threads
+from lsp_infer.local.prompt_builder import PREFIX_ANCHOR_LINES
 from lsp_infer.core.window import fit_window
 from lsp_infer.core.prompts import TEMPLATES
 cases, suggestions = json.loads(sys.stdin.read())

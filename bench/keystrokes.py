@@ -49,7 +49,8 @@ from lsp_infer.core.engine import CompletionEngine
 from lsp_infer.core.prompts import TEMPLATES
 from lsp_infer.core.window import fit_window
 from lsp_infer.local.lane import ModelLane
-from lsp_infer.local.llama_cpp import LlamaCppBackend, default_threads
+from lsp_infer.local.llama_cpp import LlamaCppBackend
+from lsp_infer.local.loaded_model import default_threads
 from lsp_infer.models import ensure_default_model
 from lsp_infer.stats import percentile
 from lsp_infer.threads import set_thread_waiting
@@ -416,7 +417,8 @@ def naive_prompt_tokens_per_keystroke(
     lane = ModelLane()
     backend = LlamaCppBackend(lane)
     lane.run_blocking(backend.load_blocking, ModelSettings(), None)
-    template = TEMPLATES["qwen"]
+    template, vocabulary = TEMPLATES["qwen"], backend.vocabulary
+    assert vocabulary is not None
     evaluated, keys = 0, 0
     previous: list[int] = []
     for load in loads:
@@ -426,10 +428,9 @@ def naive_prompt_tokens_per_keystroke(
                 continue
             text = text[:offset] + event.text + text[offset:]
             offset += len(event.text)
-            window = lane.run_blocking(fit_window, text, offset, budget, backend.count_tokens)
-            tokens = lane.run_blocking(
-                backend.tokenize_prompt, template.build(window.prefix, window.suffix, "psm"), False
-            )
+            window = lane.run_blocking(fit_window, text, offset, budget, vocabulary.count)
+            prompt = template.build(window.prefix, window.suffix, "psm")
+            tokens, _healed, _stable = lane.run_blocking(vocabulary.tokenize, prompt, False, False)
             common = 0
             for a, b in zip(previous, tokens, strict=False):
                 if a != b:

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from lsp_infer.config import ModelSettings
+from lsp_infer.local.kv.sequence import LlamaSequence
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
 
@@ -32,8 +33,8 @@ def main() -> None:
     args = parser.parse_args()
     backend = LlamaCppBackend(ModelLane())
     backend.load_blocking(ModelSettings())
-    llm, cache = backend._llm, backend.cache
-    assert cache is not None
+    llm = backend._llm
+    cache = LlamaSequence(llm, "bench")  # the copies the prompt cache makes
     source = Path(textwrap.__file__).read_text(encoding="utf-8")
     tokens = llm.tokenize(source.encode(), add_bos=False)[: args.tokens]
 
@@ -47,7 +48,7 @@ def main() -> None:
     snapshots, restores = [], []
     for _ in range(args.runs):
         started = time.perf_counter()
-        snapshot = cache.snapshot()
+        snapshot = cache.snapshot(lambda _size: None)
         snapshots.append(time.perf_counter() - started)
         cache.clear()
         started = time.perf_counter()

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import math
 import re
@@ -56,7 +57,8 @@ from lsp_infer.core.confidence import line_confidences
 from lsp_infer.core.engine import CompletionEngine
 from lsp_infer.local.extra_context import OpenDocument, select
 from lsp_infer.local.lane import ModelLane
-from lsp_infer.local.llama_cpp import BuiltPrompt, LlamaCppBackend
+from lsp_infer.local.llama_cpp import LlamaCppBackend
+from lsp_infer.local.prompt_builder import BuiltPrompt, PromptBuilder
 from lsp_infer.text import TYPICAL_CHARS_PER_TOKEN
 from lsp_infer.threads import set_thread_waiting
 
@@ -76,19 +78,18 @@ def moved_window(hole: Hole, lines: int = 8) -> tuple[str, int]:
     return hole.text[:cut] + hole.text[line_start:], hole.offset - (line_start - cut)
 
 
-class ColdWindowBackend(LlamaCppBackend):
-    """The backend answering from a cold start's smaller window of a fixed size: every
-    prompt is built as a window of ``job.budget_tokens`` out of a whole one of
-    ``full_budget`` (the server picks the size by the measured prompt speed instead)."""
+@dataclasses.dataclass
+class ColdWindowPrompts(PromptBuilder):
+    """Prompts from a cold start's smaller window of a fixed size: every prompt is built as a
+    window of ``job.budget_tokens`` out of a whole one of ``full_budget`` (the server picks
+    the size by the measured prompt speed instead)."""
 
-    def __init__(self, lane: ModelLane, full_budget: int) -> None:
-        super().__init__(lane)
-        self.full_budget = full_budget
+    full_budget: int = 0
 
-    def _build(
+    def build(
         self, job: CompletionJob, budget_tokens: int, full_budget: int | None = None
     ) -> BuiltPrompt:
-        return super()._build(job, budget_tokens, full_budget or self.full_budget)
+        return super().build(job, budget_tokens, full_budget or self.full_budget)
 
 
 def run_config(
@@ -104,7 +105,7 @@ def run_config(
     order, _, suffix = spec.partition(":")
     lane = ModelLane()
     cold = bool(budget) and not suffix
-    backend = ColdWindowBackend(lane, context_tokens) if cold else LlamaCppBackend(lane)
+    backend = LlamaCppBackend(lane)
     backend.structured_cold = "nearest" not in flags
     lane.run_blocking(
         backend.load_blocking,
@@ -113,7 +114,12 @@ def run_config(
         ),
         None,
     )
-    assert backend.state == "ready", backend.error
+    assert backend.state == "ready" and backend.prompts is not None, backend.error
+    if cold:
+        fields = {
+            f.name: getattr(backend.prompts, f.name) for f in dataclasses.fields(backend.prompts)
+        }
+        backend.prompts = ColdWindowPrompts(**fields, full_budget=context_tokens)
     engine = CompletionEngine(backend)
     settings = CompletionSettings(
         max_tokens=48,
@@ -130,7 +136,7 @@ def run_config(
         options = JobOptions(extra=extra_of(hole, extra_tokens), extra_tokens=extra_tokens,
                              path=hole.module)  # fmt: skip
         # A fresh context per hole: no KV reuse between holes, same for every config.
-        await lane.run(backend.cache.clear)  # type: ignore[union-attr]
+        await lane.run(backend.cache.clear)
         if "shift" in flags:  # the window moved since the cache was filled
             text, offset = moved_window(hole)
             await engine.complete(text, offset, settings, CancelToken(), None, options)
@@ -162,7 +168,7 @@ def run_config(
 
     asyncio.run(go())
     cache = backend.cache
-    if "shift" in flags and cache is not None:
+    if "shift" in flags:
         print(f"  ({config}: {cache.stats.shifts} shifts, {cache.stats.tokens_shifted} tokens "
               "shifted)")  # fmt: skip
     lane.run_blocking(backend._close)

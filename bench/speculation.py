@@ -168,7 +168,7 @@ def main() -> None:
 
     async def prompt_of(hole: Hole) -> tuple[list[int], int]:
         """The server's prompt for the hole (a cold one: whole window) and its first token."""
-        await lane.run(backend.cache.clear)  # type: ignore[union-attr]
+        await lane.run(backend.cache.clear)
         suggestion = await engine.complete(hole.text, hole.offset, settings, CancelToken())
         assert suggestion.generation is not None
         length = suggestion.generation.prompt_tokens

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_infer import models
-from lsp_infer.local.llama_cpp import default_threads
+from lsp_infer.local.loaded_model import default_threads
 from lsp_infer.threads import set_thread_waiting
 
 # How the server's llama.cpp threads wait (threads.set_thread_waiting), set before llama.cpp

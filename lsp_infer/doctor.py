@@ -32,7 +32,7 @@ from lsp_infer.config import (
 from lsp_infer.threads import THREAD_SPIN_COUNT, describe_thread_waiting
 
 if TYPE_CHECKING:
-    from lsp_infer.local.llama_cpp import LoadedModel
+    from lsp_infer.local.loaded_model import LoadedModel
     from lsp_infer.team.client import Health
 
 Say = Callable[[str], None]
@@ -94,7 +94,7 @@ def _read_settings_file(checks: Checks, settings_file: str | None) -> object:
 
 
 def _check_settings(checks: Checks, settings_file: str | None) -> Settings:
-    from lsp_infer.local.llama_cpp import default_threads
+    from lsp_infer.local.loaded_model import default_threads
 
     checks.section("Settings (file, then the environment)")
     raw = _read_settings_file(checks, settings_file)
@@ -124,7 +124,7 @@ def _check_settings(checks: Checks, settings_file: str | None) -> Settings:
 def _check_states(checks: Checks, model: ModelSettings) -> None:
     """Where files' evaluated prompts are kept: RAM (model.stateCacheMb), disk
     (model.stateDiskMb) and what the disk holds now."""
-    from lsp_infer.local.kv_files import default_directory, state_files
+    from lsp_infer.local.kv import default_directory, state_files
 
     checks.section("Evaluated prompts (KV states)")
     if model.state_cache_mb:

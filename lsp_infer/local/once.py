@@ -15,7 +15,8 @@ from lsp_infer.core.backend import BackendUnavailable
 from lsp_infer.core.cancel import CancelToken
 from lsp_infer.core.engine import CompletionEngine, Suggestion
 from lsp_infer.local.lane import ModelLane
-from lsp_infer.local.llama_cpp import LlamaCppBackend, LoadedModel
+from lsp_infer.local.llama_cpp import LlamaCppBackend
+from lsp_infer.local.loaded_model import LoadedModel
 from lsp_infer.models import Progress
 
 

@@ -151,15 +151,8 @@ class LocalTier:
     def stats(self) -> dict[str, Any]:
         """The keystroke path's counters and percentiles (``lspInfer/stats``)."""
         stats = self.completions.stats.as_json(queue_depth=self.lane.pending)
-        backend, loaded = self.backend, self.backend.loaded
-        cache = backend.cache.stats if backend.cache is not None else None
-        stats["stateCache"] = backend.states.as_json()
-        files = backend.cache.files if backend.cache is not None else None
-        stats["stateCache"]["disk"] = files.as_json() if files is not None else None
-        stats["kvShifts"] = cache.shifts if cache else 0
-        stats["tokensShifted"] = cache.tokens_shifted if cache else 0
-        stats["stableFinished"] = backend.stats.stable_finished
-        stats["promptTokensPerSecond"] = round(backend.prompt_speed or 0, 1)
+        loaded = self.backend.loaded
+        stats.update(self.backend.stats_json())
         stats["compute"] = {
             "backend": loaded.compute if loaded else None,
             "devices": [d.name for d in loaded.devices] if loaded else [],

@@ -18,7 +18,7 @@ import pytest
 from lsp_infer.config import ModelSettings
 from lsp_infer.core.backend import CompletionJob, JobProgress
 from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
-from lsp_infer.local.kv_states import KvState
+from lsp_infer.local.kv.states import KvState
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
 from lsp_infer.local.reuse import settled_length
@@ -66,7 +66,7 @@ def run(backend: LlamaCppBackend, work: CompletionJob, cancel_at_tokens: int = 0
     if cancel_at_tokens:
 
         def keystroke() -> None:
-            while backend._llm.n_tokens < cancel_at_tokens and not work.progress.prompt_done_at:
+            while backend.cache.length < cancel_at_tokens and not work.progress.prompt_done_at:
                 time.sleep(0.001)
             token.cancel(CancelReason.DOCUMENT_CHANGED)
 
@@ -96,7 +96,7 @@ def test_a_stopped_background_evaluation_leaves_the_cache_as_it_was(backend: Lla
     assert background.progress.prompt_done_at is None, "the cancel came after the prompt"
     assert background.progress.prompt_tokens > 800  # the other file is in it
     assert background.progress.prompt_tokens_evaluated >= 256
-    assert backend.states.as_json()["bytesAside"] == 0  # the copy it set aside is put back
+    assert backend.cache._states.as_json()["bytesAside"] == 0  # the copy it set aside is put back
     # The keystroke after it finds its own prompt cached, and the same answer.
     again = job()
     assert run(backend, again) == expected
@@ -153,10 +153,10 @@ def test_switching_away_and_back_restores_the_documents_prompt(switching: LlamaC
     assert generate(switching, back) == expected
     # All but the last token came from the kept state instead of being evaluated again.
     assert back.progress.prompt_tokens_reused == back.progress.prompt_tokens - 1
-    assert switching.states.stats.restores == 1 and switching.states.stats.saves >= 1
+    assert switching.cache._states.stats.restores == 1 and switching.cache._states.stats.saves >= 1
     # Closing the document frees its entry.
     switching.lane.run_blocking(switching.forget, "file:///a.py")
-    assert switching.states.get("file:///a.py", "live", switching.cache.model) is None  # type: ignore[union-attr]
+    assert switching.cache._states.get("file:///a.py", "live", switching.cache.model) is None
 
 
 def test_a_state_that_does_not_restore_is_dropped_and_the_prompt_evaluated_afresh(
@@ -166,24 +166,24 @@ def test_a_state_that_does_not_restore_is_dropped_and_the_prompt_evaluated_afres
     generate(switching, doc_job("file:///b.py", SECOND))
     cache = switching.cache
     assert cache is not None
-    kept = switching.states.get("file:///a.py", "live", cache.model)
+    kept = switching.cache._states.get("file:///a.py", "live", cache.model)
     assert kept is not None
     broken = dataclasses.replace(kept, data=bytes(len(kept.data) // 2))  # truncated bytes
-    switching.states.put("file:///a.py", "live", broken)
+    switching.cache._states.put("file:///a.py", "live", broken)
     again = doc_job("file:///a.py", DOCUMENT)
     assert generate(switching, again) == expected  # never a wrong answer
     assert again.progress.prompt_tokens_reused == 0
-    assert switching.states.stats.failures == 1
-    assert switching.states.get("file:///a.py", "live", cache.model) is None
+    assert switching.cache._states.stats.failures == 1
+    assert switching.cache._states.get("file:///a.py", "live", cache.model) is None
 
 
 def test_the_cache_set_aside_during_background_work_counts_against_the_bound(
     switching: LlamaCppBackend,
 ):
-    states = switching.states
+    states = switching.cache._states
     generate(switching, doc_job("file:///b.py", SECOND))
     generate(switching, doc_job("file:///a.py", DOCUMENT))  # b's prompt is kept now
-    kept_b = states.get("file:///b.py", "live", switching.cache.model)  # type: ignore[union-attr]
+    kept_b = states.get("file:///b.py", "live", switching.cache.model)
     assert kept_b is not None
     # Room for b's state and a little: a's cache, set aside while a background evaluation
     # of a runs, does not fit beside it.
@@ -194,7 +194,7 @@ def test_the_cache_set_aside_during_background_work_counts_against_the_bound(
     seen: list[dict[str, int]] = []
 
     def sample() -> None:
-        while switching._llm.n_tokens < 256 and not background.progress.prompt_done_at:
+        while switching.cache.length < 256 and not background.progress.prompt_done_at:
             time.sleep(0.001)
         seen.append(states.as_json())
 
@@ -213,11 +213,11 @@ def soft_cancelled(
 ) -> tuple[CompletionJob, int]:
     """A request on ``text`` cancelled as it began, from an empty cache: the job, and the
     tokens the cache holds after it stopped."""
-    backend.lane.run_blocking(backend.cache.clear)  # type: ignore[union-attr]
+    backend.lane.run_blocking(backend.cache.clear)
     cancelled = doc_job("file:///a.py", text, stable_before=stable_before)
     with pytest.raises(Cancelled):
         run_cancelled(backend, cancelled, reason)
-    return cancelled, backend._llm.n_tokens
+    return cancelled, backend.cache.length
 
 
 def test_a_soft_cancel_finishes_the_prompt_up_to_the_cursors_line(switching: LlamaCppBackend):
@@ -232,7 +232,7 @@ def test_a_soft_cancel_finishes_the_prompt_up_to_the_cursors_line(switching: Lla
     assert nxt.progress.prompt_tokens_reused >= held - 1
     # A hard cancel at the same point stops at once.
     hard, _ = soft_cancelled(switching, DOCUMENT, line_start, CancelReason.DOCUMENT_CHANGED)
-    assert not hard.progress.finished_stable and switching._llm.n_tokens < held
+    assert not hard.progress.finished_stable and switching.cache.length < held
 
 
 def test_a_soft_cancel_mid_line_finishes_the_prompt_up_to_the_last_word(
@@ -281,10 +281,10 @@ def test_a_moved_window_reuses_its_lines_by_shifting_them(switching: LlamaCppBac
     generate(switching, before)
     after = doc_job("file:///w.py", typed(68) + tail, offset=len(typed(68)), budget=256)
     answer = generate(switching, after)
-    assert switching.cache is not None and switching.cache.stats.shifts >= 1
+    assert switching.cache.stats.shifts >= 1
     # Only the eight new lines are evaluated (and the healed last token): the lines still in
     # the window were shifted down, not evaluated again.
-    new_lines = switching.count_tokens(typed(68)[len(typed(60)) - 4 :])
+    new_lines = switching.vocabulary.count(typed(68)[len(typed(60)) - 4 :])
     assert after.progress.prompt_tokens_evaluated <= new_lines + 4
     assert "values" in answer  # still a sensible suggestion
 
@@ -310,8 +310,8 @@ def test_the_keystrokes_after_a_cold_start_keep_to_its_window(switching: LlamaCp
     assert uncached <= 16, (first.progress.prompt_tokens, nxt.progress.prompt_tokens)
     assert nxt.progress.prompt_tokens < 250  # not a larger window
     # With nothing of it in the cache, the same keystroke gets the larger window it affords.
-    switching.lane.run_blocking(switching.cache.clear)  # type: ignore[union-attr]
-    switching.states.drop("file:///cold.py")
+    switching.lane.run_blocking(switching.cache.clear)
+    switching.cache._states.drop("file:///cold.py")
     switching.prompt_speed = speed
     fresh = dataclasses.replace(
         doc_job("file:///cold.py", text + "r", budget=512), cold_seconds=300 / speed
@@ -328,8 +328,10 @@ def test_a_cold_start_window_keeps_the_suffixs_share(switching: LlamaCppBackend)
     llm = backend._llm
 
     def windows() -> tuple[str, str]:
-        whole = backend._build(work, 512)
-        cold = backend._within(whole, work, 220)  # what an empty cache affords in 1.5 s here
+        assert backend.prompts is not None
+        whole = backend.prompts.build(work, 512)
+        # What an empty cache affords in 1.5 s here.
+        cold = backend.prompts.within(whole, work, 220, lambda tokens: 0)
         assert cold.reduced and not whole.reduced
         return (llm.detokenize(whole.tokens).decode(), llm.detokenize(cold.tokens).decode())
 
@@ -363,9 +365,9 @@ def test_a_request_carries_on_from_a_stopped_background_evaluation(
     with pytest.raises(Cancelled):
         run(backend, background, cancel_at_tokens=384)  # stopped near the end of its prompt
     total = background.progress.prompt_tokens
-    parked = backend.states.get(uri, "parked", backend.cache.model)  # type: ignore[union-attr]
+    parked = backend.cache._states.get(uri, "parked", backend.cache.model)
     assert total > small + 300 and parked is not None
-    assert small <= backend._llm.n_tokens < 384  # the small window (and its answer) is back
+    assert small <= backend.cache.length < 384  # the small window (and its answer) is back
     rest = total - len(parked.tokens)  # what is left of the whole window: over a third of 200
 
     # The rest fits the budget but takes more than a third of it, and the small window is
@@ -375,23 +377,23 @@ def test_a_request_carries_on_from_a_stopped_background_evaluation(
     generate(backend, held)
     assert held.progress.prompt_tokens == small
     assert held.progress.prompt_tokens - held.progress.prompt_tokens_reused <= 16
-    assert backend.states.get(uri, "parked", backend.cache.model) is not None  # type: ignore[union-attr]
+    assert backend.cache._states.get(uri, "parked", backend.cache.model) is not None
 
     warmed = request(affordable=3 * rest + 3)  # the rest within a third of the budget
     assert 3 * rest + 3 < total  # the whole window would not fit from scratch
     answer = generate(backend, warmed)
     assert warmed.progress.prompt_tokens == total  # the whole window, not a smaller one
     assert warmed.progress.prompt_tokens_reused >= 384
-    assert backend.states.get(uri, "parked", backend.cache.model) is None  # type: ignore[union-attr]
+    assert backend.cache._states.get(uri, "parked", backend.cache.model) is None
     # The same request with nothing kept gets a cold start's window; the whole window
     # evaluated afresh gives the answer the parked part did.
-    backend.states.drop(uri)
-    backend.lane.run_blocking(backend.cache.clear)  # type: ignore[union-attr]
+    backend.cache._states.drop(uri)
+    backend.lane.run_blocking(backend.cache.clear)
     cold = request()
     generate(backend, cold)
     assert cold.progress.prompt_tokens < total - 100
-    backend.states.drop(uri)
-    backend.lane.run_blocking(backend.cache.clear)  # type: ignore[union-attr]
+    backend.cache._states.drop(uri)
+    backend.lane.run_blocking(backend.cache.clear)
     fresh = doc_job(uri, text)
     assert generate(backend, fresh) == answer and fresh.progress.prompt_tokens_reused == 0
 
@@ -413,10 +415,10 @@ def test_a_background_evaluation_in_another_document_keeps_the_first_under_it(
     )
     with pytest.raises(Cancelled):
         run(backend, background, cancel_at_tokens=256)  # stopped half-way
-    model = backend.cache.model  # type: ignore[union-attr]
-    assert backend.states.get(first_uri, "live", model) is not None
-    assert backend.states.as_json()["bytesAside"] == 0
-    assert backend._llm.n_tokens >= 256  # the part done, in the cache
+    model = backend.cache.model
+    assert backend.cache._states.get(first_uri, "live", model) is not None
+    assert backend.cache._states.as_json()["bytesAside"] == 0
+    assert backend.cache.length >= 256  # the part done, in the cache
     # Back in the first file: its prompt is restored, and the answer is the same.
     again = doc_job(first_uri, first_text)
     assert generate(backend, again) == expected

@@ -7,6 +7,9 @@
 * Nothing imports the entry points (cli, doctor) but ``__main__``.
 * No import cycles, counting every import (in functions and under TYPE_CHECKING too).
 * No function is longer than 60 lines, but the argparse table.
+* Only the prompt cache's package (``lsp_infer/local/kv/``) imports its modules; the rest
+  imports the package (``PromptCache``), and only the package touches the llama sequence
+  (``n_tokens``, ``input_ids``, ``eval``, llama.cpp's ``llama_memory_*``/``llama_state_*``).
 
 Each rule is also checked against a small made-up tree that breaks it, so a checker that
 cannot fail would fail here.
@@ -25,6 +28,9 @@ PROTOCOL_LIBRARIES = ("pygls", "lsprotocol")
 ENTRY_POINTS = ("lsp_infer.cli", "lsp_infer.doctor", "lsp_infer.__main__")
 MAX_FUNCTION_LINES = 60
 LONG_ALLOWED = {"lsp_infer.cli.build_parser"}  # a declarative table of arguments
+PRIVATE_PACKAGES = ("lsp_infer.local.kv",)  # their modules are for the package itself
+SEQUENCE_ATTRIBUTES = {"n_tokens", "input_ids", "eval"}  # a Llama's sequence state
+SEQUENCE_CALLS = ("llama_memory_", "llama_state_")  # llama.cpp's sequence functions
 
 Imports = Mapping[str, set[str]]  # module → the modules (any package) it imports
 
@@ -95,6 +101,33 @@ def layer_violations(imports: Imports) -> list[str]:
     return problems
 
 
+def private_imports(imports: Imports) -> list[str]:
+    """Imports of a private package's modules from outside the package."""
+    problems = []
+    for module, imported in sorted(imports.items()):
+        for target in sorted(imported):
+            for package in PRIVATE_PACKAGES:
+                inside = module == package or module.startswith(package + ".")
+                if target.startswith(package + ".") and not inside:
+                    problems.append(f"{module} imports {target}: import {package} instead")
+    return problems
+
+
+def sequence_touches(root: Path = PACKAGE) -> list[str]:
+    """Uses of the llama sequence's state outside lsp_infer/local/kv/."""
+    problems = []
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(path, root)
+        if module.startswith("lsp_infer.local.kv"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and (
+                node.attr in SEQUENCE_ATTRIBUTES or node.attr.startswith(SEQUENCE_CALLS)
+            ):
+                problems.append(f"{module}:{node.lineno} uses .{node.attr}")
+    return problems
+
+
 def cycles(imports: Imports) -> list[list[str]]:
     """Import cycles among the project's modules (each found once, from its first module)."""
     graph = {m: sorted(t for t in targets if t in imports and t != m) for m, targets in
@@ -150,6 +183,14 @@ def test_no_function_is_longer_than_60_lines() -> None:
     assert long_functions() == []
 
 
+def test_only_the_prompt_cache_imports_its_modules() -> None:
+    assert private_imports(project_imports()) == []
+
+
+def test_only_the_prompt_cache_touches_the_llama_sequence() -> None:
+    assert sequence_touches() == []
+
+
 # -- the checkers catch what they should ----------------------------------------------------
 
 
@@ -179,6 +220,31 @@ def test_allowed_imports_are_not_reported() -> None:
         "lsp_infer.__main__": {"lsp_infer.cli"},
     }
     assert layer_violations(imports) == []
+
+
+def test_an_import_of_a_private_module_is_reported() -> None:
+    imports = {
+        "lsp_infer.local.llama_cpp": {"lsp_infer.local.kv.states", "lsp_infer.local.kv"},
+        "lsp_infer.local.kv.prompt_cache": {"lsp_infer.local.kv.states"},
+        "lsp_infer.local.kv": {"lsp_infer.local.kv.prompt_cache"},
+    }
+    assert private_imports(imports) == [
+        "lsp_infer.local.llama_cpp imports lsp_infer.local.kv.states: import lsp_infer.local.kv "
+        "instead"
+    ]
+
+
+def test_a_touch_of_the_llama_sequence_is_reported(tmp_path: Path) -> None:
+    package = tmp_path / "lsp_infer"
+    (package / "local" / "kv").mkdir(parents=True)
+    (package / "local" / "kv" / "sequence.py").write_text("llm.n_tokens = 0\n")
+    (package / "local" / "decoder.py").write_text(
+        "llm.n_tokens = 0\nn = llm.n_ctx()\nllama_cpp.llama_memory_seq_rm(m, 0, -1, -1)\n"
+    )
+    assert sequence_touches(package) == [
+        "lsp_infer.local.decoder:1 uses .n_tokens",
+        "lsp_infer.local.decoder:3 uses .llama_memory_seq_rm",
+    ]
 
 
 def test_a_cycle_is_reported() -> None:

@@ -16,6 +16,8 @@ from lsp_infer.cli import (
     offset_for,
     parse_location,
     serve_env,
+)
+from lsp_infer.team.vllm_server import (
     team_server_command,
     team_server_warnings,
     vllm_version_tuple,

@@ -10,9 +10,9 @@ import pytest
 from lsp_infer.config import load_settings
 from lsp_infer.core.cancel import CancelReason, CancelToken
 from lsp_infer.local.devices import gpu_layers_for
-from lsp_infer.local.kv_cache import state_buffer
-from lsp_infer.local.kv_reuse import Move, ReusePlan, plan_reuse
-from lsp_infer.local.kv_states import KvState, KvStates
+from lsp_infer.local.kv.reuse import Move, ReusePlan, plan_reuse
+from lsp_infer.local.kv.sequence import state_buffer
+from lsp_infer.local.kv.states import KvState, KvStates
 from lsp_infer.local.reuse import CursorView, edited_on_cursor_line, settled_length
 
 HEAD = list(range(100, 140))  # 40 tokens: extra context and the suffix

@@ -1,4 +1,4 @@
-"""KV states on disk (kv_files.py): what is written reads back as it was, and anything else —
+"""KV states on disk (local/kv/files.py): what is written reads back as it was, and anything else —
 another model, a truncated file, an untitled buffer, a full bound — is never read back."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lsp_infer.local.kv_files import KvStateFiles, default_directory
-from lsp_infer.local.kv_states import KvState
+from lsp_infer.local.kv.files import KvStateFiles, default_directory
+from lsp_infer.local.kv.states import KvState
 
 URI = "file:///work/a.py"
 MODEL = ("model.gguf", (4096, 2))

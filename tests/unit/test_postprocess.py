@@ -8,7 +8,7 @@ from lsp_infer.core.backend import Generation
 from lsp_infer.core.engine import finish
 from lsp_infer.core.postprocess import complete_lines, postprocess
 from lsp_infer.core.window import cursor_line
-from lsp_infer.local.llama_cpp import align_to_typed_space
+from lsp_infer.local.decoder import align_to_typed_space
 
 CURSOR = "█"
 

@@ -4,11 +4,11 @@
 An editor restarts its language servers many times a day (a window reloaded, the editor
 quit). Without this, the first suggestion in every file afterwards is a cold start: a small
 window at first, the whole prompt evaluated again behind it (seconds on a small CPU). With it,
-a document's prompt as the server last kept it (kv_states.py's ``live`` entry) is written to a
+a document's prompt as the server last kept it (states.py's ``live`` entry) is written to a
 file of its own, and read back the first time a request for that document comes, in a later
 server as in this one; the KV cache then restores it like any kept state, when it shares
 enough of the request's prompt. A document whose text changed since costs nothing wrong: only
-the tokens the prompt still shares are used (kv_cache.py).
+the tokens the prompt still shares are used (prompt_cache.py).
 
 Only ``file:`` documents are written (an untitled buffer's text is not on disk, and should not
 come to be because of us), and never one the exclusion rules match (privacy.py): the tier names
@@ -37,7 +37,7 @@ from typing import Any, BinaryIO
 
 import platformdirs
 
-from lsp_infer.local.kv_states import KvState
+from lsp_infer.local.kv.states import KvState
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +193,7 @@ class KvStateFiles:
         self, uri: str, model: Hashable, buffer: Callable[[int], Any] | None = None
     ) -> KvState | None:
         """The document's state as last written, or None (none, or not readable as written:
-        then the file is deleted). ``buffer(size)`` makes the bytes' buffer (kv_cache's
+        then the file is deleted). ``buffer(size)`` makes the bytes' buffer (sequence.py's
         state_buffer); bytes when None."""
         if not persistable(uri) or self.max_bytes <= 0:
             return None

@@ -1,7 +1,7 @@
 """Documents' evaluated prompts, kept as llama.cpp sequence states in a RAM-bounded LRU.
 
 The model has one KV cache. Without this, a suggestion in another file replaces it, and
-coming back costs the whole prompt again (seconds on a small CPU). The backend copies the
+coming back costs the whole prompt again (seconds on a small CPU). The prompt cache copies the
 cache out under its document before another document's prompt replaces it, and copies a
 document's state back in when a request for it shares more of its prompt than the live cache
 does (as llama.cpp's own server does with --cache-ram). Each document has at most two entries:
@@ -9,13 +9,14 @@ its ``live`` prompt, and a ``parked`` one — the part of a background evaluatio
 extra context, or the full window after a cold start) that a keystroke stopped, to carry on
 from at the next pause.
 
-The bound covers every state copy the backend holds, not just the entries: room is made
-before a copy is made (``make_room``), and a copy the backend keeps outside the cache for a
-while (the request's cache, set aside during background work) is counted as held aside.
+The bound covers every state copy the prompt cache holds, not just the entries: room is made
+before a copy is made (``make_room``), and a copy kept outside the entries for a while (the
+request's cache, set aside during background work) is counted as held aside.
 
 An entry remembers the model it was made with; one from another model (a reload since) is
-never restored. Pure bookkeeping: the bytes come from and go to the backend, on its lane; the
-event loop only drops entries (a closed document) and reads the counters, hence the lock.
+never restored. Pure bookkeeping: the bytes come from and go to the prompt cache, on the model
+lane; the event loop only drops entries (a closed document) and reads the counters, hence the
+lock.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class KvState:
     tokens: tuple[int, ...]
     data: Any  # a ctypes byte array (llama_state_seq_get_data), or bytes in tests
     model: Hashable  # the model (and its settings) it was made with
-    from_disk: bool = False  # read from a file (kv_files.py), not copied out of this cache
+    from_disk: bool = False  # read from a file (files.py), not copied out of this cache
 
     @property
     def nbytes(self) -> int:
@@ -51,7 +52,7 @@ class StateStats:
     evictions: int = 0  # entries dropped for room
     saves: int = 0  # states copied out
     failures: int = 0  # states that would not restore (dropped; the prompt evaluated afresh)
-    disk_restores: int = 0  # states restored as read from disk (kv_files.py), not counted above
+    disk_restores: int = 0  # states restored as read from disk (files.py), not counted above
 
 
 class KvStates:
@@ -103,7 +104,7 @@ class KvStates:
             self._evict_for(nbytes)
 
     def hold_aside(self, nbytes: int) -> None:
-        """Count a copy the backend keeps outside the cache against the bound until
+        """Count a copy the prompt cache keeps outside the cache against the bound until
         ``release_aside``."""
         with self._lock:
             self._aside += nbytes
