@@ -31,7 +31,7 @@ import httpx
 
 from lsp_infer.config import TeamSettings
 from lsp_infer.models import ensure_default_model
-from lsp_infer.team.client import Clients, TeamClient
+from lsp_infer.team.http_client import Clients, TeamClient
 from lsp_infer.team.refactor import Refactorer, RefactorJob
 
 BUILD = Path(__file__).parent / ".build"

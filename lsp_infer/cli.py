@@ -150,7 +150,7 @@ def _read_text(path: Path) -> str:
 def cmd_complete(args: argparse.Namespace) -> int:
     from lsp_infer.config import load_settings, merge
     from lsp_infer.core.backend import BackendUnavailable
-    from lsp_infer.local.once import complete_once
+    from lsp_infer.local.one_shot import complete_once
 
     setup_logging(args.log_level)
     try:

@@ -33,7 +33,7 @@ from lsp_infer.threads import THREAD_SPIN_COUNT, describe_thread_waiting
 
 if TYPE_CHECKING:
     from lsp_infer.local.loaded_model import LoadedModel
-    from lsp_infer.team.client import Health
+    from lsp_infer.team.http_client import Health
 
 Say = Callable[[str], None]
 
@@ -148,7 +148,7 @@ def _check_states(checks: Checks, model: ModelSettings) -> None:
 def _check_model(checks: Checks, settings: Settings) -> bool:
     """Loads the model and runs one completion; False when the checks cannot go on."""
     from lsp_infer.core.backend import BackendUnavailable
-    from lsp_infer.local.once import complete_once
+    from lsp_infer.local.one_shot import complete_once
 
     checks.section("Model")
     if settings.model.path is None:
@@ -220,7 +220,7 @@ def _check_team(checks: Checks, team: TeamSettings) -> None:
     if not urls:
         checks.note("not configured (set LSP_INFER_TEAM_URL or team.url for whole-file refactors)")
         return
-    from lsp_infer.team.client import TeamClient
+    from lsp_infer.team.http_client import TeamClient
 
     async def health() -> list[Health]:
         client = TeamClient(team)

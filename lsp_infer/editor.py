@@ -1,6 +1,6 @@
 """The editor facade: what the tiers may ask of the editor, in plain types.
 
-The protocol edge implements it over LSP (lsp/client.py); the tiers are handed it instead of
+The protocol edge implements it over LSP (lsp/lsp_editor.py); the tiers are handed it instead of
 the server, so they can show a message, report progress, ask the user and apply an edit
 without knowing pygls, lsprotocol or each other.
 """

@@ -28,7 +28,7 @@ from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
 from lsp_infer.core.confidence import unsure
 from lsp_infer.core.engine import CompletionEngine, Suggestion
 from lsp_infer.local.lane import ModelLane
-from lsp_infer.local.reuse import (
+from lsp_infer.local.suggestion_reuse import (
     CursorView,
     Shown,
     SuggestionCache,

@@ -12,7 +12,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from lsp_infer.documents import TextChange
 from lsp_infer.editor import Replacement
 from lsp_infer.positions import ENCODINGS, Encoding, line_starts, position_at
-from lsp_infer.team.commands import RefactorOffer
+from lsp_infer.team.refactor_batches import RefactorOffer
 
 SECTION = "lspInfer"  # settings section for workspace/configuration
 STATS_METHOD = "lspInfer/stats"  # request: counters and latency percentiles

@@ -3,7 +3,7 @@
 The server is the composition root: it owns the session (documents, policy, encoding), the
 editor facade, and the two tiers — the local keystroke path and the team tier — and routes
 each request to one of them. Handlers resolve a snapshot and call plain code; LSP types stop
-here, in protocol.py, convert.py and client.py.
+here, in protocol.py, convert.py and lsp_editor.py.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from lsp_infer.config import load_settings
 from lsp_infer.documents import DocumentNotOpen, Snapshot
 from lsp_infer.feedback import Feedback
 from lsp_infer.local.completions import Answer
-from lsp_infer.local.tier import LocalTier
-from lsp_infer.lsp.client import LspEditor
+from lsp_infer.local.local_tier import LocalTier
 from lsp_infer.lsp.convert import (
     ACCEPT_SUGGESTION,
     DEBUG_DOCUMENT_METHOD,
@@ -47,10 +46,11 @@ from lsp_infer.lsp.convert import (
     suggestion_id,
     warm_target,
 )
+from lsp_infer.lsp.lsp_editor import LspEditor
 from lsp_infer.lsp.protocol import LspInferProtocol
 from lsp_infer.positions import PositionError, position_at
 from lsp_infer.session import Session
-from lsp_infer.team.tier import TeamTier
+from lsp_infer.team.team_tier import TeamTier
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Whole-file refactors on the team server: prompts, sizes, validation, minimal edits.
 
 A refactor is computed for one exact version of a file and is only ever applied to that
-version (commands.py applies it). Before anything is sent, the file must fit: at most
+version (refactor_batches.py applies it). Before anything is sent, the file must fit: at most
 MAX_FILE_BYTES, and with its rewrite within the model's context (team.maxModelLen, or the
 server's max_model_len). Results are validated before anything is applied: a whole file (not
 cut off by max_tokens), code fences stripped, and, for Python, code that parses.
@@ -26,7 +26,7 @@ from typing import Literal
 
 from lsp_infer.config import TeamSettings
 from lsp_infer.editor import Replacement
-from lsp_infer.team.client import Clients, TeamAnswer, TeamClient, TeamError
+from lsp_infer.team.http_client import Clients, TeamAnswer, TeamClient, TeamError
 from lsp_infer.text import (
     SHORT_CHARS_PER_TOKEN,
     TYPICAL_CHARS_PER_TOKEN,

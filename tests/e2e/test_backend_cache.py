@@ -21,7 +21,7 @@ from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
 from lsp_infer.local.kv.states import KvState
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
-from lsp_infer.local.reuse import settled_length
+from lsp_infer.local.suggestion_reuse import settled_length
 
 DOCUMENT = (
     '"""Reading and writing the tool\'s configuration file."""\n\nimport json\nimport os\n\n'

@@ -214,8 +214,12 @@ def test_a_broken_layer_rule_is_reported(imports: Imports, expected: str) -> Non
 
 def test_allowed_imports_are_not_reported() -> None:
     imports = {
-        "lsp_infer.lsp.server": {"lsp_infer.local.tier", "lsp_infer.team.commands", "pygls"},
-        "lsp_infer.local.tier": {"lsp_infer.core.engine", "lsp_infer.session"},
+        "lsp_infer.lsp.server": {
+            "lsp_infer.local.local_tier",
+            "lsp_infer.team.refactor_batches",
+            "pygls",
+        },
+        "lsp_infer.local.local_tier": {"lsp_infer.core.engine", "lsp_infer.session"},
         "lsp_infer.cli": {"lsp_infer.lsp.server"},
         "lsp_infer.__main__": {"lsp_infer.cli"},
     }

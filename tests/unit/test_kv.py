@@ -10,10 +10,10 @@ import pytest
 from lsp_infer.config import load_settings
 from lsp_infer.core.cancel import CancelReason, CancelToken
 from lsp_infer.local.devices import gpu_layers_for
-from lsp_infer.local.kv.reuse import Move, ReusePlan, plan_reuse
 from lsp_infer.local.kv.sequence import state_buffer
 from lsp_infer.local.kv.states import KvState, KvStates
-from lsp_infer.local.reuse import CursorView, edited_on_cursor_line, settled_length
+from lsp_infer.local.kv.token_reuse import Move, ReusePlan, plan_reuse
+from lsp_infer.local.suggestion_reuse import CursorView, edited_on_cursor_line, settled_length
 
 HEAD = list(range(100, 140))  # 40 tokens: extra context and the suffix
 LINES = [list(range(1000 + 10 * i, 1010 + 10 * i)) for i in range(20)]  # 20 lines, 10 each

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_infer.local.reuse import (
+from lsp_infer.local.suggestion_reuse import (
     CursorView,
     Shown,
     SuggestionCache,

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from lsp_infer.config import TeamSettings
-from lsp_infer.team.client import TeamClient, TeamError, os_user
+from lsp_infer.team.http_client import TeamClient, TeamError, os_user
 
 Handler = Callable[[httpx.Request], httpx.Response]
 

@@ -12,7 +12,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from lsp_infer.config import TeamSettings, load_settings, to_wire
 from lsp_infer.lsp.convert import refactor_arguments
 from lsp_infer.privacy import NotAllowed, Policy, path_of
-from lsp_infer.team.client import TeamAnswer, parse_metrics, retry_delay
+from lsp_infer.team.http_client import TeamAnswer, parse_metrics, retry_delay
 from lsp_infer.team.refactor import (
     InvalidResult,
     RefactorJob,

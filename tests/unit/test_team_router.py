@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from lsp_infer.config import TeamSettings, load_settings, shown_url, team_urls
-from lsp_infer.team.client import TeamClient, TeamError
+from lsp_infer.team.http_client import TeamClient, TeamError
 from lsp_infer.team.replicas import Load, Registry, Replica, affinity_index, pick, score
 
 UP, DOWN = True, False
@@ -250,8 +250,8 @@ async def test_invoked_completions_get_priority_0_and_refactors_10() -> None:
     from lsp_infer.config import CompletionSettings
     from lsp_infer.core.cancel import CancelToken
     from lsp_infer.core.engine import CompletionEngine
-    from lsp_infer.team.client import Clients
-    from lsp_infer.team.completions import TeamCompletionBackend
+    from lsp_infer.team.http_client import Clients
+    from lsp_infer.team.invoked_completions import TeamCompletionBackend
     from lsp_infer.team.refactor import Refactorer, RefactorJob
 
     priorities: dict[str, int | None] = {}

@@ -8,8 +8,8 @@ copies of it). Everything else uses ``PromptCache``; the import rules
 
 from lsp_infer.local.kv.files import default_directory, state_files
 from lsp_infer.local.kv.prompt_cache import KEEP_AT_LEAST, PromptCache
-from lsp_infer.local.kv.reuse import common_prefix
 from lsp_infer.local.kv.states import KvState
+from lsp_infer.local.kv.token_reuse import common_prefix
 
 __all__ = [
     "KEEP_AT_LEAST", "KvState", "PromptCache", "common_prefix", "default_directory", "state_files",

@@ -12,7 +12,8 @@ the tokens the prompt still shares are used (prompt_cache.py).
 
 Only ``file:`` documents are written (an untitled buffer's text is not on disk, and should not
 come to be because of us), and never one the exclusion rules match (privacy.py): the tier names
-those it sees excluded (``withheld``), and their files are deleted instead of written or read.
+those it sees excluded (``PromptCache.withhold``), and their files are deleted instead of
+written or read.
 Files are named by a hash of the model key and the document's URI, readable by the user only,
 written whole under a temporary name and renamed (two servers may share the directory), and
 pruned, oldest used first, to the bound. A file that does not read back as written (truncated,
@@ -71,7 +72,13 @@ def persistable(uri: str) -> bool:
 
 
 class KvStateFiles:
-    def __init__(self, directory: Path, max_bytes: int, key: Hashable) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        max_bytes: int,
+        key: Hashable,
+        withheld: Callable[[], frozenset[str]] = frozenset,
+    ) -> None:
         self.directory = directory
         self.max_bytes = max_bytes
         # What a state depends on besides the document: the model, its settings and this
@@ -87,9 +94,10 @@ class KvStateFiles:
         self._on_disk: dict[str, int] = {}
         self._writing: set[str] = set()  # the document whose file is being written
         self._drop_after_write: set[str] = set()  # dropped while its file was being written
-        # Documents the exclusion rules match, as the tier last saw them: never written or
-        # read, their files deleted. Replaced whole from the event loop, read on other threads.
-        self.withheld: frozenset[str] = frozenset()
+        # The documents the exclusion rules match, as the prompt cache holds them (replaced
+        # whole from the event loop, read here on other threads): never written or read,
+        # their files deleted.
+        self._withheld = withheld
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kv-files")
 
     def _path(self, uri: str) -> Path:
@@ -103,7 +111,7 @@ class KvStateFiles:
         document before it is written replaces it."""
         if not persistable(uri) or not state.tokens or self.max_bytes <= 0:
             return
-        if uri in self.withheld:  # excluded since its prompt was evaluated
+        if uri in self._withheld():  # excluded since its prompt was evaluated
             self.drop(uri)
             return
         with self._lock:
@@ -197,7 +205,7 @@ class KvStateFiles:
         state_buffer); bytes when None."""
         if not persistable(uri) or self.max_bytes <= 0:
             return None
-        if uri in self.withheld:
+        if uri in self._withheld():
             self.drop(uri)
             return None
         path = self._path(uri)

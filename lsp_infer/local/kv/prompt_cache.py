@@ -3,7 +3,7 @@ and on disk, and which document's prompt the cache holds. The backend's one way 
 
 Before a prompt is evaluated, ``prepare`` makes the cache hold as much of the prompt's start
 as it can: the tokens it shares with what the cache holds, runs further on shifted into place
-(reuse.py), or — when one of the document's kept states (states.py: its prompt as the cache
+(token_reuse.py), or — when one of the document's kept states (states.py: its prompt as the cache
 last held it, or the part a stopped background evaluation did) shares more — that state,
 copied back in (from disk the first time a document is asked for: files.py). When another
 document's prompt is about to replace the cache, the cache is first copied out under the
@@ -29,9 +29,9 @@ from typing import Any
 
 from lsp_infer.core.cancel import Cancelled, CancelToken
 from lsp_infer.local.kv.files import KvStateFiles, default_directory, persistable
-from lsp_infer.local.kv.reuse import ReusePlan, common_prefix
 from lsp_infer.local.kv.sequence import LlamaSequence, state_buffer
 from lsp_infer.local.kv.states import Kind, KvState, KvStates
+from lsp_infer.local.kv.token_reuse import ReusePlan, common_prefix
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +74,9 @@ class PromptCache:
         state format)."""
         self._sequence = LlamaSequence(llm, model)
         self.model = model
-        self._files = KvStateFiles(default_directory(), self._disk_bytes, (build, model))
-        self._files.withheld = self._withheld
+        self._files = KvStateFiles(
+            default_directory(), self._disk_bytes, (build, model), lambda: self._withheld
+        )
         self.owner, self._seen, self._looked_on_disk = None, set(), set()
         self.stats = ShiftStats()
 
@@ -92,8 +93,6 @@ class PromptCache:
         are neither written to disk nor read from it, and their files are deleted where the
         cache would have written or read them (``forget`` deletes them at once)."""
         self._withheld = documents
-        if self._files is not None:
-            self._files.withheld = documents
 
     @property
     def _live(self) -> LlamaSequence:

@@ -4,7 +4,7 @@ llama-cpp-python keeps the tokens a context holds in ``Llama.input_ids[:n_tokens
 KV cache beside them in llama.cpp's memory; the two must always agree, or a later prompt
 reuses keys and values computed for other tokens (a wrong suggestion, never an error). Every
 change to either goes through this class: evaluating tokens, rewinding to an earlier length,
-shifting runs into place (reuse.py), copying the sequence out and back in (states.py,
+shifting runs into place (token_reuse.py), copying the sequence out and back in (states.py,
 files.py). Runs on the model lane only.
 """
 
@@ -16,8 +16,8 @@ import mmap
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from lsp_infer.local.kv.reuse import ReusePlan, common_prefix, plan_reuse
 from lsp_infer.local.kv.states import KvState
+from lsp_infer.local.kv.token_reuse import ReusePlan, common_prefix, plan_reuse
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from lsp_infer.core.prompts import TEMPLATES, prompt_text
 from lsp_infer.core.window import fit_window
 from lsp_infer.documents import Snapshot
 from lsp_infer.session import Session
-from lsp_infer.team.client import Clients, TeamClient, TeamError
 from lsp_infer.team.counters import CompletionCounters
+from lsp_infer.team.http_client import Clients, TeamClient, TeamError
 from lsp_infer.text import SHORT_CHARS_PER_TOKEN
 
 log = logging.getLogger(__name__)

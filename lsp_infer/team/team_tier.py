@@ -8,11 +8,11 @@ from typing import Any
 from lsp_infer.config import TeamSettings
 from lsp_infer.editor import Editor
 from lsp_infer.session import Session
-from lsp_infer.team.client import Clients
-from lsp_infer.team.commands import TeamCommands
-from lsp_infer.team.completions import TeamCompletions
 from lsp_infer.team.counters import TeamCounters
+from lsp_infer.team.http_client import Clients
+from lsp_infer.team.invoked_completions import TeamCompletions
 from lsp_infer.team.refactor import Refactorer
+from lsp_infer.team.refactor_batches import TeamCommands
 
 
 class TeamTier:
