@@ -148,7 +148,9 @@ class PromptCache:
         if best is not None and best[2].reused >= live_plan.reused + KEEP_AT_LEAST:
             kind, kept, kept_plan = best
             plan = kept_plan if sequence.restore(kept) else ReusePlan(0)
-            self._count_restore(document, kind, kept, restored=plan is kept_plan)
+            _count_restore(
+                self._states, self._files, document, kind, kept, restored=plan is kept_plan
+            )
         sequence.apply(plan)
         self.stats.shifts += len(plan.moves)
         self.stats.tokens_shifted += sum(move.length for move in plan.moves)
@@ -157,20 +159,6 @@ class PromptCache:
             self._seen.add(document)
         sequence.rewind(max(0, len(prompt) - 1))
         return sequence.length
-
-    def _count_restore(self, document: str, kind: Kind, kept: KvState, restored: bool) -> None:
-        states = self._states
-        if not restored:  # never a wrong answer: the prompt is evaluated afresh
-            states.drop(document, kind)
-            states.stats.failures += 1
-            if kind == "live" and self._files is not None:
-                self._files.drop(document)
-        elif kept.from_disk:
-            states.stats.disk_restores += 1
-        else:
-            states.stats.restores += 1
-        if restored and kind == "parked":  # now the cache's own: kept again as live if need be
-            states.drop(document, "parked")
 
     def _best_kept(
         self, document: str, prompt: Sequence[int], kinds: Sequence[Kind] = ("live", "parked")
@@ -314,10 +302,6 @@ class PromptCache:
         if timeout is not None:
             files.flush(timeout)
 
-    def kept(self, document: str, kind: Kind) -> KvState | None:
-        """The document's kept state of that kind (for tests and benchmarks)."""
-        return self._states.get(document, kind, self.model)
-
     def as_json(self) -> dict[str, Any]:
         """For ``lspInfer/stats``: the kept states, the files and the shifts."""
         states: dict[str, Any] = dict(self._states.as_json())
@@ -327,3 +311,21 @@ class PromptCache:
             "kvShifts": self.stats.shifts,
             "tokensShifted": self.stats.tokens_shifted,
         }
+
+
+def _count_restore(
+    states: KvStates, files: KvStateFiles | None, document: str, kind: Kind, kept: KvState,
+    restored: bool,
+) -> None:  # fmt: skip
+    """The books after a kept state was copied back in (or refused: then it goes)."""
+    if not restored:  # never a wrong answer: the prompt is evaluated afresh
+        states.drop(document, kind)
+        states.stats.failures += 1
+        if kind == "live" and files is not None:
+            files.drop(document)
+    elif kept.from_disk:
+        states.stats.disk_restores += 1
+    else:
+        states.stats.restores += 1
+    if restored and kind == "parked":  # now the cache's own: kept again as live if need be
+        states.drop(document, "parked")
