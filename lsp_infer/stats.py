@@ -132,6 +132,15 @@ class Stats:
     type_ahead_ms: deque[float] = field(default_factory=lambda: deque(maxlen=2000))
     cancel_to_stop_ms: deque[float] = field(default_factory=lambda: deque(maxlen=2000))
 
+    def answer(self, answer: str, source: str, elapsed_ms: float, hidden: bool) -> None:
+        """A request answered (``answer`` empty for none) from ``source``."""
+        self.answered += 1
+        self.latency_ms.append(elapsed_ms)
+        if source == "type-ahead":
+            self.type_ahead_ms.append(elapsed_ms)
+        self.suggested += bool(answer)
+        self.hidden += hidden
+
     def as_json(self, queue_depth: int) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for name, value in vars(self).items():

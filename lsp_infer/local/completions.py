@@ -11,6 +11,12 @@ the user accepted it; a keystroke that is not part of the suggestion cancels it.
 
 Every request gets exactly one answer: a suggestion, an empty string (superseded, stale or
 nothing to say), or asyncio.CancelledError for an explicit client cancel.
+
+What the scheduler knows of a document lives in one record (``DocumentState``: its flight, the
+suggestion shown, the pinned and the candidate pick, the idle timer), dropped whole when the
+document closes. A flight's ``FlightKind`` says what it is for, and ``Flight.options`` turns
+the kind into what the backend needs to know (ARCHITECTURE.md, "Glossary", defines flight,
+pick, shape, settled, lead, whole window and parked).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import logging
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any, Protocol
 
 from lsp_infer.config import CompletionSettings, ExtraContextSettings
@@ -45,7 +52,7 @@ log = logging.getLogger(__name__)
 
 # While a background evaluation runs for a document, a request stops it only after the user
 # has not typed for this long: a typist's keystrokes come faster, so the evaluation goes on
-# while they type (measured: BENCHMARKS.md, "Switching files").
+# while they type (measured: bench/HISTORY.md, "Switching files").
 YIELD_MS = 250
 
 Extra = tuple[tuple[str, str], ...]  # other files' code for the prompt: (path, text) pairs
@@ -85,6 +92,29 @@ class Shape:
         return cls(settings, extra, budget, settings.context_tokens * MAX_CHARS_PER_TOKEN, key)
 
 
+class FlightKind(Enum):
+    """What a flight is for. Only REQUEST and INVOKED have someone waiting for them."""
+
+    REQUEST = "request"  # typing asked (an automatic request)
+    INVOKED = "invoked"  # the user asked: the whole window, and choices when set
+    PRECOMPUTE = "precompute"  # what follows the shown suggestion, if it is accepted
+    WARM = "warm"  # the whole window's prompt where the cursor rests (lspInfer/warm)
+    WHOLE_WINDOW = "whole window"  # after a cold start's answer, the whole window's prompt
+    NEW_PICK = "new pick"  # a new extra-context pick's prompt, before it comes into use
+
+    @property
+    def background(self) -> bool:
+        """Speculative work, which any request supersedes."""
+        return self not in (FlightKind.REQUEST, FlightKind.INVOKED)
+
+    @property
+    def evaluates_prompt(self) -> bool:
+        """Work for a prompt the next requests need (a warm, the whole window, a new pick):
+        it goes on while the user types on the line, and a keystroke that stops it inside
+        its prompt parks the part done and puts the cache back (JobOptions.keep_cache)."""
+        return self in (FlightKind.WARM, FlightKind.WHOLE_WINDOW, FlightKind.NEW_PICK)
+
+
 @dataclass
 class Flight:
     """One generation running (or queued) for a document."""
@@ -93,11 +123,9 @@ class Flight:
     shape: Shape
     origin: CursorView  # where typing that this generation continues starts
     origin_length: int  # document length at origin (to find the cursor after an insertion)
+    kind: FlightKind = FlightKind.REQUEST
     lead: str = ""  # text assumed typed at origin before the generation's own output
-    precompute: bool = False  # background work (idle precompute or a new pick), not a request
-    keep_cache: bool = False  # a new pick's evaluation: stopped in its prompt, the cache is kept
     choices: int = 1  # an invoked request's: that many suggestions to cycle through
-    invoked: bool = False  # the user asked: the whole window, never a cold start's
     token: CancelToken = field(default_factory=CancelToken)
     progress: JobProgress = field(default_factory=JobProgress)
     task: asyncio.Future[Suggestion] | None = None
@@ -110,14 +138,30 @@ class Flight:
     kept_by_edit: bool = False  # an edit continued it: a request for it is on its way
     launched_at: float = field(default_factory=time.monotonic)
 
-    @property
-    def kind(self) -> str:
-        return "evaluation" if self.keep_cache else "precompute" if self.precompute else "request"
-
     @classmethod
-    def at(cls, uri: str, shape: Shape, text: str, offset: int, **kinds: Any) -> Flight:
+    def at(cls, uri: str, shape: Shape, text: str, offset: int, **options: Any) -> Flight:
         """A generation whose typing starts at ``offset`` of ``text``."""
-        return cls(uri, shape, CursorView.at(text, offset, shape.reach), len(text), **kinds)
+        return cls(uri, shape, CursorView.at(text, offset, shape.reach), len(text), **options)
+
+    def options(self, path: str) -> JobOptions:
+        """What the backend needs to know of this flight besides the text: the whole table of
+        what each kind means for the job."""
+        kind, cold_ms = self.kind, self.shape.settings.cold_start_ms
+        return JobOptions(
+            document=self.uri,
+            extra=self.shape.extra,
+            extra_tokens=self.shape.extra_tokens,
+            path=path,
+            keep_cache=kind.evaluates_prompt,
+            stable_before=self.stable_before,
+            # Background work evaluates the whole window: that is how a cold start warms up.
+            # A request the user invoked gets the whole window too: they wait for it anyway,
+            # and a cold start's suggestions are worse (bench/HISTORY.md, "Cold start").
+            cold_seconds=cold_ms / 1000 if cold_ms and kind is FlightKind.REQUEST else None,
+            choices=self.choices,
+            background=kind.background,
+            invoked=kind is FlightKind.INVOKED,
+        )
 
     def stop(self, reason: CancelReason) -> None:
         """Cancel the generation: a running one stops at its next check (within a token or a
@@ -139,7 +183,7 @@ class Flight:
         """Characters at the start of the cursor's line that typing there leaves alone (its
         words before the last one). A new pick's evaluation goes on through any edit on the
         line (see document_changed), so for it only the text before the line counts."""
-        if self.keep_cache:
+        if self.kind.evaluates_prompt:
             return 0
         return settled_length(self._cursor_line())
 
@@ -162,6 +206,92 @@ class Flight:
         if typed is None or not self.expected().startswith(typed):
             return None
         return typed
+
+    async def wait(self) -> Suggestion:
+        """Its suggestion; _Superseded when it is stopped (it may still be finishing its
+        prompt) or dropped before it started."""
+        task = self.task
+        assert task is not None
+        self.waiters += 1
+        try:
+            # asyncio.wait never cancels what it waits for: a waiter cancelled by its client
+            # must not cancel a generation another request (or the next keystroke) still wants.
+            await asyncio.wait((task, self.released), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            if self.waiters == 1 and not self.kept_by_edit:
+                self.stop(CancelReason.CLIENT)  # nobody else wants it: stop the model
+            raise
+        finally:
+            self.waiters -= 1
+        if not task.done() or task.cancelled() or isinstance(task.exception(), Cancelled):
+            raise _Superseded
+        return task.result()
+
+
+@dataclass
+class DocumentState:
+    """What the scheduler keeps for one document, dropped whole when it closes."""
+
+    flight: Flight | None = None  # its generation, queued or running (latest wins)
+    shown: Shown | None = None  # the suggestion last shown
+    # Extra context is pinned per document while the user types (it comes first in the
+    # prompt: a stable pick keeps the KV cache valid). It is picked when the user pauses
+    # and evaluated then (prefetch), so no keystroke starts that work; the first automatic
+    # request in a document has none yet (bench/HISTORY.md, "What extra context costs").
+    pinned: Extra | None = None
+    # A new pick being evaluated in the background. It replaces the pinned one only once
+    # its prompt is in the KV cache: a keystroke that stops the evaluation halfway keeps
+    # the old pick and the old cache (the backend puts it back), so it costs no latency;
+    # the evaluation carries on at the next pause.
+    candidate: tuple[Extra, Flight] | None = None
+    idle: asyncio.TimerHandle | None = None  # the pick's refresh after a pause
+    # Requests and edits, to see whether a newer one came during a debounce.
+    activity: int = 0
+    last_edit: float = 0.0  # monotonic time of the last edit
+    # Answered from a smaller window (a cold start): the whole one is evaluated in the
+    # background once the answer is out.
+    cold: bool = False
+
+    def cancel_idle(self) -> None:
+        if self.idle is not None:
+            self.idle.cancel()
+            self.idle = None
+
+    def promote(self) -> None:
+        """The candidate pick's prompt is in the KV cache: requests use it from now on."""
+        assert self.candidate is not None
+        self.pinned, self.candidate = self.candidate[0], None
+
+    def evaluated(self, flight: Flight, finished: bool) -> bool:
+        """``flight`` ended; whether it brought the candidate pick into use (its prompt got
+        evaluated)."""
+        # A backend without a KV cache to speak of (HTTP) never reports its prompt done:
+        # its finished run counts.
+        done = flight.progress.prompt_done_at is not None or finished
+        if flight.kind.evaluates_prompt:
+            log.debug(
+                "%s for %s: evaluation %s (%s)", flight.kind.value, flight.uri,
+                "done" if done else "not done", flight.token.reason or "finished",
+            )  # fmt: skip
+        if self.candidate is not None and self.candidate[1] is flight and done:
+            self.promote()
+            return True
+        return False
+
+    def forget_suggestions(self) -> None:
+        """The model changed: what was shown and picked came with the old one."""
+        self.shown = self.pinned = self.candidate = None
+
+    def quiet_ms(self, debounce_ms: int) -> float:
+        """How long an automatic request waits before it starts the model: the debounce; and
+        while a background evaluation of a prompt runs (a new pick, or the whole window after
+        a cold start), until the user has not typed for YIELD_MS — that evaluation goes on
+        while the user types, and only a pause stops it for the request."""
+        flight = self.flight
+        if flight is None or not flight.kind.evaluates_prompt or flight.token.cancelled:
+            return debounce_ms
+        since_edit = (time.monotonic() - self.last_edit) * 1000
+        return max(debounce_ms, YIELD_MS - since_edit)
 
 
 @dataclass(frozen=True)
@@ -227,25 +357,10 @@ class Completions:
         self.cache: SuggestionCache[Cached] = SuggestionCache()
         # An invoked request's choices, so asking again (cycling) gives the same ones in order.
         self.choices: SuggestionCache[tuple[str, ...]] = SuggestionCache(64)
-        self._flights: dict[str, Flight] = {}
-        self._shown: dict[str, Shown] = {}
-        # Extra context is pinned per document while the user types (it comes first in the
-        # prompt: a stable pick keeps the KV cache valid). It is picked when the user pauses
-        # and evaluated then (prefetch), so no keystroke starts that work; the first automatic
-        # request in a document has none yet (BENCHMARKS.md, "What extra context costs").
-        self._pinned: dict[str, Extra] = {}
-        # A new pick being evaluated in the background. It replaces the pinned one only once
-        # its prompt is in the KV cache: a keystroke that stops the evaluation halfway keeps
-        # the old pick and the old cache (the backend puts it back), so it costs no latency;
-        # the evaluation carries on at the next pause.
-        self._candidate: dict[str, tuple[Extra, Flight]] = {}
-        self._idle: dict[str, asyncio.TimerHandle] = {}
-        # Requests and edits per document, to see whether a newer one came during a debounce.
-        self._activity: dict[str, int] = {}
-        self._last_edit: dict[str, float] = {}  # monotonic time of each document's last edit
-        # Documents answered from a smaller window (a cold start): the whole one is evaluated
-        # in the background once the answer is out.
-        self._cold: set[str] = set()
+        self._documents: dict[str, DocumentState] = {}
+
+    def _document(self, uri: str) -> DocumentState:
+        return self._documents.setdefault(uri, DocumentState())
 
     # -- requests -------------------------------------------------------------------
 
@@ -280,7 +395,7 @@ class Completions:
         ``explicit``: the user asked for it (not typing): no debounce, extra context now."""
         started = time.monotonic()
         self.stats.requests += 1
-        self._activity[uri] = self._activity.get(uri, 0) + 1
+        self._document(uri).activity += 1
         self.stats.queue_depth_max = max(self.stats.queue_depth_max, self.lane.pending)
         self._yield_background(uri)
         shape = Shape.of(tuning, self._extra(uri, text, offset, tuning, explicit))
@@ -308,31 +423,34 @@ class Completions:
         )
         hidden = bool(found.text) and not explicit and unsure(found.confidence, threshold)
         answer = "" if hidden else found.text
-        self._answered(answer, found.source, (time.monotonic() - started) * 1000)
-        self.stats.hidden += hidden
-        if answer:
-            view = CursorView.at(text, offset, shape.reach)
-            self._shown[uri] = Shown(view, answer, found.whole)
-        if uri in self._cold and uri not in self._flights:
-            # Answered from a smaller window: evaluate the whole one now, in the background,
-            # stopped by a keystroke and carried on at the next pause (as a new pick is).
-            flight = Flight.at(uri, shape, text, offset, precompute=True, keep_cache=True)
-            self._launch(flight, text, offset)
-        elif answer and shape.settings.precompute and uri not in self._flights:
-            self._precompute(uri, text, offset, answer, shape)
-        self._cold.discard(uri)
+        self.stats.answer(answer, found.source, (time.monotonic() - started) * 1000, hidden)
+        self._after_answer(uri, text, offset, shape, answer, found.whole)
         if tuning.extra_enabled:
             self._when_idle(uri, text, offset, tuning)
         return Answer(answer, found.source, bool(shape.extra), found.choices, found.confidence,
                       hidden)  # fmt: skip
 
-    def _answered(self, answer: str, source: str, elapsed_ms: float) -> None:
-        self.stats.answered += 1
-        self.stats.latency_ms.append(elapsed_ms)
-        if source == "type-ahead":
-            self.stats.type_ahead_ms.append(elapsed_ms)
+    def _after_answer(
+        self, uri: str, text: str, offset: int, shape: Shape, answer: str, whole: bool
+    ) -> None:
+        """The background work an answer starts: after a cold start's answer, the whole
+        window; after a suggestion, its precompute (what follows if it is accepted)."""
+        document = self._document(uri)
         if answer:
-            self.stats.suggested += 1
+            document.shown = Shown(CursorView.at(text, offset, shape.reach), answer, whole)
+        if document.cold and document.flight is None:
+            # Answered from a smaller window: evaluate the whole one now, in the background,
+            # stopped by a keystroke and carried on at the next pause (as a new pick is).
+            flight = Flight.at(uri, shape, text, offset, kind=FlightKind.WHOLE_WINDOW)
+            self._launch(flight, text, offset)
+        elif answer and shape.settings.precompute and document.flight is None:
+            # What would follow if the user accepted the suggestion, unless already known.
+            accepted, cursor = text[:offset] + answer + text[offset:], offset + len(answer)
+            if self.cache.get(CursorView.at(accepted, cursor, shape.reach), shape.key) is None:
+                kind = FlightKind.PRECOMPUTE
+                flight = Flight.at(uri, shape, text, offset, lead=answer, kind=kind)
+                self._launch(flight, accepted, cursor)
+        document.cold = False
 
     # -- the cursor at rest -------------------------------------------------------------
 
@@ -346,9 +464,9 @@ class Completions:
         that comes before its prompt is done supersedes it (the part done stays in the cache,
         or is parked when the cache goes back to what it held, and the request carries on from
         it when the rest fits its cold-start budget), and one that comes after reuses it."""
-        running = self._flights.get(uri)
-        if running is not None and (running.keep_cache or not running.precompute):
-            return False  # a request, or the whole window or a new pick being evaluated
+        running = self._document(uri).flight
+        if running is not None and running.kind is not FlightKind.PRECOMPUTE:
+            return False  # a request, or a prompt being evaluated
         # (A precompute of what follows the last suggestion is replaced: the cursor moved.)
         shape = Shape.of(tuning, self._extra(uri, text, offset, tuning, explicit=False))
         if self.cache.get(CursorView.at(text, offset, shape.reach), shape.key) is not None:
@@ -357,7 +475,7 @@ class Completions:
         self.stats.warms += 1
         prompt_only = replace(tuning, completion=replace(tuning.completion, max_tokens=1))
         warm_shape = Shape.of(prompt_only, shape.extra)
-        flight = Flight.at(uri, warm_shape, text, offset, precompute=True, keep_cache=True)
+        flight = Flight.at(uri, warm_shape, text, offset, kind=FlightKind.WARM)
         self._launch(flight, text, offset)
         return True
 
@@ -369,71 +487,71 @@ class Completions:
         if self.extra_source is None or not tuning.extra_enabled:
             return ()
         assert tuning.extra_context is not None
-        if (candidate := self._candidate.get(uri)) is not None:
+        document = self._document(uri)
+        if (candidate := document.candidate) is not None:
             fresh, flight = candidate
             if flight.progress.prompt_done_at is not None:
-                self._promote(uri)
+                document.promote()
+                self.stats.context_switches += 1
             elif (
-                self._flights.get(uri) is flight
+                document.flight is flight
                 and not flight.token.cancelled
                 and flight.typed(text, offset) is not None
             ):
                 return fresh  # a request where the evaluation is under way waits for it
-        if explicit and uri not in self._pinned:
+        if explicit and document.pinned is None:
             budget = tuning.extra_context.extra_tokens
-            self._pinned[uri] = self.extra_source.pick(uri, text, offset, budget)
-        return self._pinned.get(uri, ())
+            document.pinned = self.extra_source.pick(uri, text, offset, budget)
+        return document.pinned or ()
 
     def _when_idle(self, uri: str, text: str, offset: int, tuning: Tuning) -> None:
         """After a pause, pick the extra context again; if it changed, compute the suggestion
         here with it in the background (which also puts the new prompt in the KV cache)."""
-        self._cancel_idle(uri)
+        document = self._document(uri)
+        document.cancel_idle()
         assert tuning.extra_context is not None
         pause = tuning.extra_context.idle_ms / 1000
         loop = asyncio.get_running_loop()
 
         def refresh() -> None:
-            self._idle.pop(uri, None)
-            if uri in self._flights:
+            document.idle = None
+            if document.flight is not None:
                 # Background work (the precompute of the suggestion just shown) is still on
                 # the lane: look again after another pause rather than give the pick up. A
                 # keystroke meanwhile cancels this timer, as it does the first.
-                self._idle[uri] = loop.call_later(pause, refresh)
+                document.idle = loop.call_later(pause, refresh)
                 return
             self._evaluate_new_pick(uri, text, offset, tuning)
 
-        self._idle[uri] = loop.call_later(pause, refresh)
+        document.idle = loop.call_later(pause, refresh)
 
     def _evaluate_new_pick(self, uri: str, text: str, offset: int, tuning: Tuning) -> None:
         """Pick the extra context; if it differs from the pinned one, evaluate it in the
-        background (a keep_cache generation) as the candidate to put in use once done."""
+        background (a NEW_PICK flight) as the candidate to put in use once done."""
         if self.extra_source is None or tuning.extra_context is None:
             return
+        document = self._document(uri)
         fresh = self.extra_source.pick(uri, text, offset, tuning.extra_context.extra_tokens)
-        if fresh == self._pinned.get(uri, ()):
-            self._candidate.pop(uri, None)
+        if fresh == (document.pinned or ()):
+            document.candidate = None
             return
         self.stats.context_refreshes += 1
-        tried = self._candidate.get(uri)
+        tried = document.candidate
         log.debug(
             "extra context for %s: evaluating %s pick, %d characters from %s",
             uri, "the stopped" if tried and tried[0] == fresh else "a new",
             sum(len(text) for _path, text in fresh), [path for path, _text in fresh],
         )  # fmt: skip
-        flight = Flight.at(uri, Shape.of(tuning, fresh), text, offset,
-                           precompute=True, keep_cache=True)  # fmt: skip
+        flight = Flight.at(uri, Shape.of(tuning, fresh), text, offset, kind=FlightKind.NEW_PICK)
         self._launch(flight, text, offset)
-        self._candidate[uri] = (fresh, flight)
-
-    def _cancel_idle(self, uri: str) -> None:
-        if (timer := self._idle.pop(uri, None)) is not None:
-            timer.cancel()
+        document.candidate = (fresh, flight)
 
     def _yield_background(self, uri: str) -> None:
         """The user is active: background work for other documents stops (one model lane),
         and so does the prompt another document's soft cancel was finishing."""
-        for other, flight in list(self._flights.items()):
-            if other != uri and (flight.precompute or flight.token.soft):
+        for other, document in list(self._documents.items()):
+            flight = document.flight
+            if other != uri and flight and (flight.kind.background or flight.token.soft):
                 flight.stop(CancelReason.SUPERSEDED)
 
     async def _answer(
@@ -441,7 +559,7 @@ class Completions:
     ) -> _Found:
         """The answer and where it came from. An explicit request takes nothing that may
         come from a cold start's smaller window: it waits for the whole window."""
-        shown = self._shown.get(uri)
+        shown = self._document(uri).shown
         rest = type_ahead(shown, text, offset, shape.reach)
         if rest is not None and shown is not None and (shown.whole or not explicit):
             self.stats.type_ahead_hits += 1
@@ -458,9 +576,10 @@ class Completions:
         if reused is not None:
             return reused
         if not explicit:
-            await self._settle(uri, self._quiet_ms(uri, shape.settings.debounce_ms))
-        flight = self._launch(Flight.at(uri, shape, text, offset, invoked=explicit), text, offset)
-        return _found(await self._wait_for(flight), "model")
+            await self._settle(uri, shape.settings.debounce_ms)
+        kind = FlightKind.INVOKED if explicit else FlightKind.REQUEST
+        flight = self._launch(Flight.at(uri, shape, text, offset, kind=kind), text, offset)
+        return _found(await flight.wait(), "model")
 
     async def _choices(self, uri: str, text: str, offset: int, shape: Shape) -> _Found:
         """An invoked request: up to ``completion.choices`` suggestions from the whole
@@ -471,8 +590,9 @@ class Completions:
         if cached is not None:
             self.stats.cache_hits += 1
             return _Found(cached[0], "cache", cached[1:])
-        flight = Flight.at(uri, shape, text, offset, choices=shape.settings.choices, invoked=True)
-        return _found(await self._wait_for(self._launch(flight, text, offset)), "model")
+        flight = Flight.at(uri, shape, text, offset, kind=FlightKind.INVOKED,
+                           choices=shape.settings.choices)  # fmt: skip
+        return _found(await self._launch(flight, text, offset).wait(), "model")
 
     async def _from_flight(
         self, uri: str, text: str, offset: int, shape: Shape, explicit: bool = False
@@ -480,67 +600,39 @@ class Completions:
         """The rest of the document's running generation, when what the user typed since it
         started is what it has produced so far (None otherwise). An explicit request does
         not wait for a typing request's generation: it may answer from a cold window."""
-        flight = self._flights.get(uri)
+        flight = self._document(uri).flight
         if flight is None or flight.shape.key != shape.key or flight.token.cancelled:
             return None
-        if explicit and not (flight.invoked or flight.precompute):
+        if explicit and flight.kind is FlightKind.REQUEST:
             return None
         typed = flight.typed(text, offset)
         # A precompute answers once its whole lead (the shown suggestion) was typed;
         # before that, type-ahead answers from the suggestion itself.
         if typed is None or not typed.startswith(flight.lead):
             return None
-        suggestion = await self._wait_for(flight)
+        suggestion = await flight.wait()
         rest = rest_after_typing(flight.lead + suggestion.text, typed)
         if rest is None:
             return None  # the generation went elsewhere than the user typed: start afresh
-        source = "precompute" if flight.precompute else "in-flight"
-        if flight.precompute:
+        if flight.kind.background:
             self.stats.precompute_hits += 1
         else:
             self.stats.in_flight_hits += 1
+        source = "precompute" if flight.kind.background else "in-flight"
         return replace(_found(suggestion, source), text=rest)
 
-    async def _wait_for(self, flight: Flight) -> Suggestion:
-        task = flight.task
-        assert task is not None
-        flight.waiters += 1
-        try:
-            # asyncio.wait never cancels what it waits for: a waiter cancelled by its client
-            # must not cancel a generation another request (or the next keystroke) still wants.
-            await asyncio.wait((task, flight.released), return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            if flight.waiters == 1 and not flight.kept_by_edit:
-                flight.stop(CancelReason.CLIENT)  # nobody else wants it: stop the model
-            raise
-        finally:
-            flight.waiters -= 1
-        # Stopped (it may still be finishing its prompt), or dropped before it started.
-        if not task.done() or task.cancelled() or isinstance(task.exception(), Cancelled):
-            raise _Superseded
-        return task.result()
-
-    def _quiet_ms(self, uri: str, debounce_ms: int) -> float:
-        """How long an automatic request waits before it starts the model: the debounce; and
-        while a background evaluation runs for the document (a new pick, or the whole window
-        after a cold start), until the user has not typed for YIELD_MS — that evaluation goes
-        on while the user types, and only a pause stops it for the request."""
-        flight = self._flights.get(uri)
-        if flight is None or not flight.keep_cache or flight.token.cancelled:
-            return debounce_ms
-        since_edit = (time.monotonic() - self._last_edit.get(uri, 0.0)) * 1000
-        return max(debounce_ms, YIELD_MS - since_edit)
-
-    async def _settle(self, uri: str, quiet_ms: float) -> None:
+    async def _settle(self, uri: str, debounce_ms: int) -> None:
         """Wait a moment before starting the model for an automatic request: when the next
         keystroke comes that fast, the generation would be thrown away. 50 ms trims that
-        waste; 150 ms trims more but shows far fewer suggestions while typing (BENCHMARKS.md,
-        "Debounce")."""
+        waste; 150 ms trims more but shows far fewer suggestions while typing (bench/HISTORY.md,
+        "Debounce"). Longer while a prompt is evaluated for the document (quiet_ms)."""
+        document = self._document(uri)
+        quiet_ms = document.quiet_ms(debounce_ms)
         if quiet_ms <= 0:
             return
-        before = self._activity.get(uri)
+        before = document.activity
         await asyncio.sleep(quiet_ms / 1000)
-        if self._activity.get(uri) != before:
+        if self._documents.get(uri) is not document or document.activity != before:
             raise _Superseded
 
     # -- generations ------------------------------------------------------------------
@@ -548,37 +640,30 @@ class Completions:
     def _launch(self, flight: Flight, text: str, offset: int) -> Flight:
         """Start ``flight`` on ``text`` at ``offset``, superseding the document's previous
         generation (latest wins)."""
-        previous = self._flights.get(flight.uri)
-        if previous is not None:
-            previous.supersede()
-        self._flights[flight.uri] = flight
+        document = self._document(flight.uri)
+        if document.flight is not None:
+            document.flight.supersede()
+        document.flight = flight
         flight.task = asyncio.ensure_future(self._run(flight, text, offset))
         flight.task.add_done_callback(_consume_exception)
         return flight
-
-    def _precompute(self, uri: str, text: str, offset: int, shown: str, shape: Shape) -> None:
-        """Generate, in the background, what would follow if the user accepted ``shown``."""
-        accepted, cursor = text[:offset] + shown + text[offset:], offset + len(shown)
-        if self.cache.get(CursorView.at(accepted, cursor, shape.reach), shape.key) is not None:
-            return  # already known
-        flight = Flight.at(uri, shape, text, offset, lead=shown, precompute=True)
-        self._launch(flight, accepted, cursor)
 
     async def _run(self, flight: Flight, text: str, offset: int) -> Suggestion:
         self.stats.generations += 1
         self.stats.generations_with_extra += bool(flight.shape.extra)
         finished = False
+        path = self.extra_source.path(flight.uri) if self.extra_source else ""
         try:
             suggestion = await self.engine.complete(
                 text, offset, flight.shape.settings, flight.token, flight.progress,
-                self._options(flight),
+                flight.options(path),
             )  # fmt: skip
             finished = True
-            if suggestion.generation is not None and suggestion.generation.window_reduced:
-                self.stats.reduced_windows += 1
-                self._cold.add(flight.uri)
-            view = CursorView.at(text, offset, flight.shape.reach)
             reduced = suggestion.generation is not None and suggestion.generation.window_reduced
+            if reduced:
+                self.stats.reduced_windows += 1
+                self._document(flight.uri).cold = True
+            view = CursorView.at(text, offset, flight.shape.reach)
             key = _cold_key(flight.shape.key) if reduced else flight.shape.key
             self.cache.put(view, key, (suggestion.text, suggestion.confidence))
             if flight.choices > 1:
@@ -586,114 +671,77 @@ class Completions:
                 self.choices.put(view, flight.shape.key, every)
             return suggestion
         finally:
-            self._account(flight)
-            if self._flights.get(flight.uri) is flight:
-                del self._flights[flight.uri]
-            self._after_evaluation(flight, finished)
-
-    def _options(self, flight: Flight) -> JobOptions:
-        cold_ms = flight.shape.settings.cold_start_ms
-        return JobOptions(
-            document=flight.uri,
-            extra=flight.shape.extra,
-            extra_tokens=flight.shape.extra_tokens,
-            path=self.extra_source.path(flight.uri) if self.extra_source else "",
-            keep_cache=flight.keep_cache,
-            stable_before=flight.stable_before,
-            # Background work evaluates the whole window: that is how a cold start warms up.
-            # A request the user invoked gets the whole window too: they wait for it anyway,
-            # and a cold start's suggestions are worse (BENCHMARKS.md, "Cold start").
-            cold_seconds=(
-                cold_ms / 1000 if cold_ms and not (flight.precompute or flight.invoked) else None
-            ),
-            choices=flight.choices,
-            background=flight.precompute,
-            invoked=flight.invoked,
-        )
-
-    def _after_evaluation(self, flight: Flight, finished: bool) -> None:
-        """A candidate pick whose prompt got evaluated comes into use."""
-        candidate = self._candidate.get(flight.uri)
-        # A backend without a KV cache to speak of (HTTP) never reports its prompt done:
-        # its finished run counts.
-        done = flight.progress.prompt_done_at is not None or finished
-        if candidate and candidate[1] is flight and done:
-            self._promote(flight.uri)
-        if flight.keep_cache:
-            log.debug(
-                "extra context for %s: evaluation %s (%s)", flight.uri,
-                "done, in use" if done else "not done", flight.token.reason or "finished",
-            )  # fmt: skip
-
-    def _promote(self, uri: str) -> None:
-        """The candidate pick's prompt is in the KV cache: requests use it from now on."""
-        fresh, _flight = self._candidate.pop(uri)
-        self._pinned[uri] = fresh
-        self.stats.context_switches += 1
-
-    def _account(self, flight: Flight) -> None:
-        progress, token = flight.progress, flight.token
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s", _timeline(flight))
-        self.stats.prompt_tokens_evaluated += progress.prompt_tokens_evaluated
-        self.stats.prompt_tokens_reused += progress.prompt_tokens_reused
-        self.stats.tokens_generated += progress.generated_tokens
-        if flight.precompute:
-            self.stats.tokens_precomputed += progress.generated_tokens
-        elif token.cancelled or flight.waiters == 0:
-            self.stats.tokens_wasted += progress.generated_tokens
-        # A soft cancel may stop late on purpose (it finished the prompt up to the last word).
-        stopped = progress.stopped_at
-        if token.cancelled_at is not None and stopped is not None and not progress.finished_stable:
-            self.stats.cancel_to_stop_ms.append((stopped - token.cancelled_at) * 1000)
+            _account(self.stats, flight)
+            document = self._documents.get(flight.uri)
+            if document is not None:
+                if document.flight is flight:
+                    document.flight = None
+                self.stats.context_switches += document.evaluated(flight, finished)
 
     # -- document events ------------------------------------------------------------
 
     def document_changed(self, uri: str, text: str) -> None:
         """An edit: keep a generation the edit continues, cancel any other (latest wins)."""
         self.stats.keystrokes += 1
-        self._activity[uri] = self._activity.get(uri, 0) + 1
-        self._last_edit[uri] = time.monotonic()
+        document = self._document(uri)
+        document.activity += 1
+        document.last_edit = time.monotonic()
         self._yield_background(uri)
-        self._cancel_idle(uri)  # not idle: the refresh waits for the next pause
-        flight = self._flights.get(uri)
+        document.cancel_idle()  # not idle: the refresh waits for the next pause
+        flight = document.flight
         if flight is None:
             return
         cursor = flight.origin.offset + len(text) - flight.origin_length
         if flight.typed(text, cursor) is not None:
             flight.kept_by_edit = True
         elif edited_on_cursor_line(flight.origin, flight.origin_length, text, flight.settled):
-            if flight.keep_cache and flight.progress.prompt_done_at is None:
-                return  # its prompt up to the line stays valid: it goes on (see _quiet_ms)
+            if flight.kind.evaluates_prompt and flight.progress.prompt_done_at is None:
+                return  # its prompt up to the line stays valid: it goes on (see quiet_ms)
             flight.stop(CancelReason.TYPED_ON_LINE)
         else:
             flight.stop(CancelReason.DOCUMENT_CHANGED)
 
     def document_closed(self, uri: str) -> None:
-        flight = self._flights.pop(uri, None)
-        if flight is not None:
-            flight.stop(CancelReason.DOCUMENT_CLOSED)
-        self._shown.pop(uri, None)
-        self._pinned.pop(uri, None)
-        self._candidate.pop(uri, None)
-        self._activity.pop(uri, None)  # a request still settling sees the change: stale
-        self._last_edit.pop(uri, None)
-        self._cold.discard(uri)
-        self._cancel_idle(uri)
+        """Everything of the document goes; its work stops, and a request still settling
+        finds its record gone (stale)."""
+        document = self._documents.pop(uri, None)
+        if document is None:
+            return
+        if document.flight is not None:
+            document.flight.stop(CancelReason.DOCUMENT_CLOSED)
+        document.cancel_idle()
 
     def forget_suggestions(self) -> None:
         """The model changed: suggestions shown or cached came from the old one. (Running
         generations are on the lane behind the reload and will use the new model.)"""
-        self._shown.clear()
-        self._pinned.clear()
-        self._candidate.clear()
+        for document in self._documents.values():
+            document.forget_suggestions()
         self.cache.clear()
         self.choices.clear()
 
     def shutdown(self) -> None:
-        for flight in self._flights.values():
-            flight.stop(CancelReason.SHUTDOWN)
-        self._flights.clear()
+        for document in self._documents.values():
+            if document.flight is not None:
+                document.flight.stop(CancelReason.SHUTDOWN)
+                document.flight = None
+
+
+def _account(stats: Stats, flight: Flight) -> None:
+    """A flight's work in the counters, whatever became of it."""
+    progress, token = flight.progress, flight.token
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s", _timeline(flight))
+    stats.prompt_tokens_evaluated += progress.prompt_tokens_evaluated
+    stats.prompt_tokens_reused += progress.prompt_tokens_reused
+    stats.tokens_generated += progress.generated_tokens
+    if flight.kind.background:
+        stats.tokens_precomputed += progress.generated_tokens
+    elif token.cancelled or flight.waiters == 0:
+        stats.tokens_wasted += progress.generated_tokens
+    # A soft cancel may stop late on purpose (it finished the prompt up to the last word).
+    stopped = progress.stopped_at
+    if token.cancelled_at is not None and stopped is not None and not progress.finished_stable:
+        stats.cancel_to_stop_ms.append((stopped - token.cancelled_at) * 1000)
 
 
 def _found(suggestion: Suggestion, source: str) -> _Found:
@@ -716,7 +764,7 @@ def _timeline(flight: Flight) -> str:
     if token.cancelled_at is not None and progress.stopped_at is not None:
         stop = f", stopped {(progress.stopped_at - token.cancelled_at) * 1000:.0f} ms after"
     return (
-        f"{flight.kind} {flight.uri}: queued {queued * 1000:.0f} ms, prompt "
+        f"{flight.kind.value} {flight.uri}: queued {queued * 1000:.0f} ms, prompt "
         f"{progress.prompt_tokens} tokens ({progress.prompt_tokens_reused} reused, "
         f"{progress.prompt_tokens_evaluated} evaluated) {prompt * 1000:.0f} ms, decoded "
         f"{progress.generated_tokens} tokens {decode * 1000:.0f} ms; "

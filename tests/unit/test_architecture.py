@@ -6,7 +6,8 @@
 * The core and the shared modules import neither tier nor the edge.
 * Nothing imports the entry points (cli, doctor) but ``__main__``.
 * No import cycles, counting every import (in functions and under TYPE_CHECKING too).
-* No function is longer than 60 lines, but the argparse table.
+* No function is longer than 60 lines, but the argparse table; no class has more than 20
+  methods.
 * Only the prompt cache's package (``lsp_infer/local/kv/``) imports its modules; the rest
   imports the package (``PromptCache``), and only the package touches the llama sequence
   (``n_tokens``, ``input_ids``, ``eval``, llama.cpp's ``llama_memory_*``/``llama_state_*``).
@@ -27,6 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "lsp_infer"
 PROTOCOL_LIBRARIES = ("pygls", "lsprotocol")
 ENTRY_POINTS = ("lsp_infer.cli", "lsp_infer.doctor", "lsp_infer.__main__")
 MAX_FUNCTION_LINES = 60
+MAX_METHODS = 20
 LONG_ALLOWED = {"lsp_infer.cli.build_parser"}  # a declarative table of arguments
 PRIVATE_PACKAGES = ("lsp_infer.local.kv",)  # their modules are for the package itself
 SEQUENCE_ATTRIBUTES = {"n_tokens", "input_ids", "eval"}  # a Llama's sequence state
@@ -98,6 +100,20 @@ def layer_violations(imports: Imports) -> list[str]:
                 continue
             if layer(target) not in ALLOWED[layer(module)]:
                 problems.append(f"{module} ({layer(module)}) imports {target} ({layer(target)})")
+    return problems
+
+
+def crowded_classes(root: Path = PACKAGE) -> list[str]:
+    problems = []
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(path, root)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                methods = [
+                    m for m in node.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
+                ]
+                if len(methods) > MAX_METHODS:
+                    problems.append(f"{module}.{node.name}: {len(methods)} methods")
     return problems
 
 
@@ -183,6 +199,10 @@ def test_no_function_is_longer_than_60_lines() -> None:
     assert long_functions() == []
 
 
+def test_no_class_has_more_than_20_methods() -> None:
+    assert crowded_classes() == []
+
+
 def test_only_the_prompt_cache_imports_its_modules() -> None:
     assert private_imports(project_imports()) == []
 
@@ -263,6 +283,16 @@ def test_a_long_function_is_reported(tmp_path: Path) -> None:
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
     (package / "long.py").write_text(f"def too_long():\n{body}\n\ndef short():\n    pass\n")
     assert long_functions(package) == [f"lsp_infer.long.too_long: {MAX_FUNCTION_LINES + 1} lines"]
+
+
+def test_a_crowded_class_is_reported(tmp_path: Path) -> None:
+    package = tmp_path / "lsp_infer"
+    package.mkdir()
+    methods = "".join(f"    def m{i}(self):\n        pass\n" for i in range(MAX_METHODS + 1))
+    (package / "big.py").write_text(
+        f"class Big:\n{methods}\n\nclass Small:\n    def m(self):\n        pass\n"
+    )
+    assert crowded_classes(package) == [f"lsp_infer.big.Big: {MAX_METHODS + 1} methods"]
 
 
 def test_from_package_import_submodule_names_the_submodule() -> None:

@@ -18,7 +18,7 @@ from lsp_infer.config import CompletionSettings, ExtraContextSettings
 from lsp_infer.core.backend import CompletionJob, Generation, StopReason
 from lsp_infer.core.cancel import CancelReason, CancelToken
 from lsp_infer.core.engine import CompletionEngine
-from lsp_infer.local.completions import YIELD_MS, Completions, Tuning
+from lsp_infer.local.completions import YIELD_MS, Completions, Flight, FlightKind, Tuning
 from lsp_infer.local.lane import ModelLane
 
 SETTINGS = CompletionSettings(precompute=False, debounce_ms=0)
@@ -128,8 +128,8 @@ async def test_type_ahead_answers_the_rest_without_the_model() -> None:
 async def test_an_incompatible_edit_supersedes_the_running_generation() -> None:
     completions, _backend = make(char_seconds=0.05)
     first = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m")))
-    await until(lambda: "u" in completions._flights and completions._flights["u"].progress.text)
-    flight = completions._flights["u"]
+    await until(lambda: (going := flight_of(completions, "u")) is not None and going.progress.text)
+    flight = running(completions, "u")
     text, _offset = typed(DOC, CURSOR, "x")  # not what the model is writing
     completions.document_changed("u", text)
     assert await first == ""  # answered, empty: superseded
@@ -143,7 +143,7 @@ async def test_an_incompatible_edit_supersedes_the_running_generation() -> None:
 async def test_a_keystroke_that_matches_the_output_so_far_reuses_the_generation() -> None:
     completions, backend = make(char_seconds=0.03)
     first = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m")))
-    while "u" not in completions._flights or not completions._flights["u"].progress.text.startswith(
+    while (running := flight_of(completions, "u")) is None or not running.progress.text.startswith(
         "a "
     ):
         await asyncio.sleep(0.005)
@@ -172,7 +172,7 @@ async def test_client_cancel_stops_the_model_when_nobody_else_waits() -> None:
     completions, _backend = make(char_seconds=0.05)
     request = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m")))
     await asyncio.sleep(0.08)
-    flight = completions._flights["u"]
+    flight = running(completions, "u")
     request.cancel()
     with pytest.raises(asyncio.CancelledError):
         await request
@@ -196,7 +196,7 @@ async def test_typing_something_else_cancels_the_precompute() -> None:
     completions, _backend = make(char_seconds=0.05)
     settings = CompletionSettings(precompute=True, debounce_ms=0)
     await completions.suggest("u", DOC, CURSOR, Tuning(settings, "m"))
-    precompute = completions._flights["u"]
+    precompute = running(completions, "u")
     text, _ = typed(DOC, CURSOR, "b")
     completions.document_changed("u", text)
     # Typed on the cursor's line: a soft cancel (the prompt up to that line stays valid).
@@ -210,16 +210,7 @@ async def test_closing_the_document_cancels_its_work() -> None:
     completions.document_closed("u")
     assert await request == ""
     # Nothing per document outlives it (a day of opening files must not grow the server).
-    assert not any(
-        ("u" in d)
-        for d in (
-            completions._flights,
-            completions._shown,
-            completions._pinned,
-            completions._idle,
-            completions._activity,
-        )
-    )
+    assert "u" not in completions._documents
 
 
 async def test_debounce_drops_a_request_overtaken_by_the_next_keystroke() -> None:
@@ -261,6 +252,18 @@ def make_with_context(
     backend = ScriptedBackend(lane, add_script, char_seconds, prompt_seconds)
     context = CountingContext()
     return Completions(CompletionEngine(backend), lane, context), backend, context
+
+
+def flight_of(completions: Completions, uri: str) -> Flight | None:
+    """The document's flight, queued or running (white-box: the scheduler's own record)."""
+    document = completions._documents.get(uri)
+    return document.flight if document is not None else None
+
+
+def running(completions: Completions, uri: str) -> Flight:
+    flight = flight_of(completions, uri)
+    assert flight is not None, f"no flight for {uri}"
+    return flight
 
 
 async def until(condition: Callable[[], object], seconds: float = 5.0) -> None:
@@ -307,15 +310,16 @@ async def test_the_pick_waits_for_background_work_still_running_at_the_pause() -
     extra = ExtraContextSettings(idle_ms=100)
     settings = CompletionSettings(precompute=True, debounce_ms=0)
     assert await completions.suggest("u", DOC, CURSOR, Tuning(settings, "m", extra))
-    precompute = completions._flights["u"]
-    assert precompute.precompute  # " # sum" at 50 ms a character: longer than the pause
+    precompute = running(completions, "u")
+    # " # sum" at 50 ms a character: longer than the pause.
+    assert precompute.kind is FlightKind.PRECOMPUTE
     await asyncio.sleep(0.15)
-    assert context.picks == 0 and "u" in completions._flights
+    assert context.picks == 0 and flight_of(completions, "u") is not None
     await until(lambda: completions.stats.context_refreshes)
     assert precompute.task is not None and precompute.task.done()
     assert not precompute.token.cancelled  # the pick waited; it did not stop the precompute
     assert context.picks == 1 and completions.stats.context_refreshes == 1
-    refresh = completions._flights["u"]
+    refresh = running(completions, "u")
     assert refresh.task is not None
     await refresh.task
     assert backend.extras[-1] == (("other.py", "def helper(): ..."),)
@@ -329,8 +333,8 @@ async def test_a_keystroke_during_a_new_picks_evaluation_keeps_the_old_pick() ->
     extra = ExtraContextSettings(idle_ms=100)
     assert await completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m", extra))
     await asyncio.sleep(0.2)  # the pause: the new pick's evaluation starts
-    evaluation = completions._flights["u"]
-    assert evaluation.keep_cache and evaluation.shape.extra
+    evaluation = running(completions, "u")
+    assert evaluation.kind is FlightKind.NEW_PICK and evaluation.shape.extra
     assert completions.stats.context_refreshes == 1
     runs = len(backend.jobs)
     text, offset = typed(DOC, CURSOR, "x")  # not what was suggested: the model runs
@@ -357,8 +361,8 @@ async def test_a_background_evaluation_goes_on_while_the_user_types() -> None:
     extra = ExtraContextSettings(idle_ms=100)
     assert await completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m", extra))
     await asyncio.sleep(0.2)  # the pause: the new pick's evaluation starts
-    evaluation = completions._flights["u"]
-    assert evaluation.keep_cache
+    evaluation = running(completions, "u")
+    assert evaluation.kind is FlightKind.NEW_PICK
     runs = len(backend.jobs)
     text, offset = DOC, CURSOR
     requests = []
@@ -381,7 +385,7 @@ async def test_a_warm_evaluates_the_whole_prompt_in_the_background_and_decodes_o
     completions, backend = make()
     tuning = Tuning(SETTINGS, "m")
     assert completions.warm("u", DOC, CURSOR, tuning)
-    await until(lambda: "u" not in completions._flights)
+    await until(lambda: flight_of(completions, "u") is None)
     job = backend.runs[-1]
     # The whole window (no cold-start size), kept in the cache, one token decoded.
     assert (job.max_tokens, job.keep_cache, job.background, job.cold_seconds) == (
@@ -397,7 +401,7 @@ async def test_no_warm_where_the_suggestion_is_known_or_the_document_has_work() 
     completions, backend = make(char_seconds=0.05)
     tuning = Tuning(SETTINGS, "m")
     request = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, tuning))
-    await until(lambda: "u" in completions._flights)
+    await until(lambda: flight_of(completions, "u") is not None)
     assert not completions.warm("u", DOC, CURSOR, tuning)  # a request is running
     assert await request == "a + b"
     assert not completions.warm("u", DOC, CURSOR, tuning)  # its answer is cached there
@@ -408,11 +412,11 @@ async def test_a_warm_elsewhere_replaces_the_precompute_of_the_last_suggestion()
     completions, _backend = make(char_seconds=0.05)
     tuning = Tuning(CompletionSettings(precompute=True, debounce_ms=0), "m")
     assert await completions.suggest("u", DOC, CURSOR, tuning) == "a + b"
-    precompute = completions._flights["u"]
-    assert precompute.precompute and not precompute.keep_cache
+    precompute = running(completions, "u")
+    assert precompute.kind is FlightKind.PRECOMPUTE
     assert completions.warm("u", DOC, 0, tuning)  # the cursor moved to the file's start
     assert precompute.token.reason is CancelReason.SUPERSEDED
-    assert completions._flights["u"].keep_cache
+    assert running(completions, "u").kind is FlightKind.WARM
     # A warm does not replace a warm (or any whole-window evaluation) of the document.
     assert not completions.warm("u", DOC, 4, tuning)
     completions.shutdown()
@@ -423,7 +427,7 @@ async def test_a_request_supersedes_a_warm_whose_prompt_is_not_done() -> None:
     completions, backend = make(prompt_seconds=2.0)
     tuning = Tuning(SETTINGS, "m")
     assert completions.warm("u", DOC, CURSOR, tuning)
-    warm = completions._flights["u"]
+    warm = running(completions, "u")
     await asyncio.sleep(0.1)
     request = asyncio.ensure_future(completions.suggest("u", DOC, CURSOR, tuning))
     await until(lambda: warm.token.cancelled)
@@ -436,10 +440,10 @@ async def test_a_warm_in_another_document_stops_background_work_in_the_first() -
     completions, _backend = make(prompt_seconds=2.0)
     tuning = Tuning(SETTINGS, "m")
     assert completions.warm("a", DOC, CURSOR, tuning)
-    first = completions._flights["a"]
+    first = running(completions, "a")
     assert completions.warm("b", DOC, CURSOR, tuning)  # the user switched to b
     assert first.token.reason is CancelReason.SUPERSEDED
-    assert not completions._flights["b"].token.cancelled
+    assert not running(completions, "b").token.cancelled
     completions.shutdown()
 
 
@@ -465,13 +469,14 @@ async def test_an_invoked_request_does_not_answer_from_a_cold_windows_suggestion
     typing = Tuning(COLD, "m")
     assert await completions.suggest("u", DOC, CURSOR, typing) == "a - b"
     # The whole window is evaluated in the background after it, and its suggestion kept.
-    await until(lambda: not completions._flights)
+    await until(lambda: not any(d.flight for d in completions._documents.values()))
     assert backend.runs[-1].cold_seconds is None
     invoked = Tuning(CompletionSettings(precompute=False, cold_start_ms=1500, choices=1), "m")
     assert await completions.suggest("u", DOC, CURSOR, invoked, explicit=True) == "a + b"
     # At a place only the small window answered, an invoked request runs the model again.
     completions.cache.clear()
-    completions._shown.clear()
+    for document in completions._documents.values():
+        document.shown = None
     assert await completions.suggest("u", DOC, CURSOR, typing) == "a - b"
     completions.document_closed("u")  # no background evaluation this time
     runs = len(backend.runs)
@@ -505,7 +510,7 @@ async def test_a_cold_starts_suggestion_is_held_to_the_stricter_threshold() -> N
     assert answer.text == "" and answer.hidden and completions.stats.hidden == 1
     assert backend.runs[-1].cold_seconds == 1.5
     # The whole window is evaluated right after; at the same confidence its answer is shown.
-    await until(lambda: not completions._flights)
+    await until(lambda: not any(d.flight for d in completions._documents.values()))
     assert backend.runs[-1].cold_seconds is None
     answer = await completions.answer("u", DOC, CURSOR, Tuning(settings, "m"))
     assert answer.text == "a + b" and not answer.hidden
