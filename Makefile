@@ -1,6 +1,7 @@
 # Two entry points for a fresh machine (Python >= 3.10, a C/C++ compiler, make):
 #   make demo   set up .venv with the embedded default model and run one completion
 #   make test   set up .venv with the test tools and run every test
+#   make check  the fast lane while developing: ruff, mypy and the unit tests (no model), < 1 min
 # llama-cpp-python builds from source on first install (~10 minutes on 2 cores).
 
 PYTHON ?= python3
@@ -14,13 +15,13 @@ BIN    := $(VENV)/bin
 # AMX tile instructions: on the virtual machines this project is tested on, the CPU reports
 # AMX and the kernel grants it, yet the first tile instruction faults (SIGILL), and AMX only
 # pays off for large batched bf16/int8 matrix products anyway. Set LLAMA_CMAKE_ARGS to build
-# otherwise, e.g. for a GPU (README, "GPU offload").
+# otherwise, e.g. for a GPU (docs/performance.md, "GPU offload").
 LLAMA_CPP := llama-cpp-python==0.3.36
 NO_AMX    := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 LLAMA_CMAKE_ARGS ?= $(if $(filter x86_64 amd64,$(shell uname -m)),-DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)')
 WHEELHOUSE := $(HOME)/.cache/lsp-infer/wheels/$(shell LLAMA_CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PYTHON) tools/wheel_key.py)
 
-.PHONY: demo test vscode bench clean
+.PHONY: demo test check vscode bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +59,14 @@ test: $(VENV)/.test-installed $(VENV)/nvim-0.11 vscode vscode-e2e
 	$(BIN)/ruff check lsp_infer tests bench tools
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+# What a developer runs between edits: the checks and the tests that need neither the model
+# nor an editor (pytest's `model` marker: tests/conftest.py). `make test` runs everything.
+check: $(VENV)/.test-installed
+	$(BIN)/ruff check lsp_infer tests bench tools
+	$(BIN)/ruff format --check lsp_infer tests bench tools
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -m "not model" tests/unit
 
 # The VS Code extension: build, unit tests, .vsix (needs Node >= 20 and the npm registry).
 vscode:
