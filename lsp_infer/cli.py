@@ -286,7 +286,7 @@ def _print_team_server(args: argparse.Namespace, command: list[str], installed: 
     print(f"# Editors then set: team.url = {scheme}://<this host>:{args.port}/v1, "
           f"team.model = {args.served_name}, team.priority = true")  # fmt: skip
     print("# The key guards /v1 only: /metrics and /health stay open (firewall them, or put a")
-    print("# gateway in front for per-user keys and quotas: README, 'Team server').")
+    print("# gateway in front for per-user keys and quotas: docs/team-server.md).")
 
 
 def cmd_team_server(args: argparse.Namespace) -> int:

@@ -44,18 +44,18 @@ class ModelSettings:
     n_batch: int = _bounded(256, 16, 4096)
     fim_template: str = _choice("auto", FIM_TEMPLATES)
     # Prompt order: "spm" (suffix first) lets a keystroke reuse the KV cache of all but the
-    # last few tokens; "auto" uses each template's measured default (see BENCHMARKS.md).
+    # last few tokens; "auto" uses each template's measured default (see bench/HISTORY.md).
     fim_order: str = _choice("auto", ("auto", "psm", "spm", "spmv"))
     # Layers offloaded to a GPU: "auto" is all of them where this llama.cpp build can offload
     # (CUDA, Metal, Vulkan, ROCm), else none; a number asks for that many.
     gpu_layers: GpuLayers = GpuLayers("auto")
     # "q4_0": load the embedded model requantized to Q4_0 (derived once into the model cache):
     # prompts about 1.4x as fast on a CPU, decoding 1.2x, exact match a few points lower
-    # (BENCHMARKS.md, "Faster weights"). Ignored, with a warning, for a custom model.path.
+    # (bench/HISTORY.md, "Faster weights"). Ignored, with a warning, for a custom model.path.
     requantize: str = _choice("off", ("off", "q4_0"))
     # RAM for documents' evaluated prompts (KV states), so switching files does not evaluate
     # a file's prompt again; 0 keeps none. About 12 KB a token for the default model: 256 MB
-    # holds some twenty files' prompts (BENCHMARKS.md, "Switching files").
+    # holds some twenty files' prompts (bench/HISTORY.md, "Switching files").
     state_cache_mb: int = _bounded(256, 0, 65536)
     # Disk for those states, so that they outlive the server (an editor restarted): the first
     # suggestion in a file seen before is then no cold start. 0 (the default) writes none.
@@ -80,12 +80,12 @@ class CompletionSettings:
     # 512 tokens is ~40 lines; on 2 cores a cold 512-token prompt takes ~6 s.
     context_tokens: int = _bounded(512, 64, 32768)
     # At most this much of the budget goes to the code after the cursor. With a
-    # prefix-first prompt it is evaluated again on every keystroke (see BENCHMARKS.md).
+    # prefix-first prompt it is evaluated again on every keystroke (see bench/HISTORY.md).
     suffix_tokens: int = _bounded(128, 0, 16384)
     # Past this, decoding stops at a line end and the completed lines are returned (the first
     # line is finished unless that takes half as long again). On 2 cores the model decodes 20-25
     # tokens/s: 1 s is a line or two, and a long suggestion would hold the lane for seconds
-    # (BENCHMARKS.md, "Switching files"); what follows an accepted suggestion is precomputed
+    # (bench/HISTORY.md, "Switching files"); what follows an accepted suggestion is precomputed
     # in the background.
     timeout_ms: int = _bounded(1000, 100, 120000)
     # After a suggestion is shown, generate what would follow its acceptance while idle.
@@ -104,13 +104,13 @@ class CompletionSettings:
     # How sure the model must be of a line (the probability it gave the whole line, the
     # product of its tokens') for it to be shown: a suggestion whose first line is below it is
     # hidden (an automatic one: an invoked one is only cut), and one is cut before a later line
-    # below it. 0 shows whatever the model wrote. See core/confidence.py and BENCHMARKS.md,
+    # below it. 0 shows whatever the model wrote. See core/confidence.py and bench/HISTORY.md,
     # "Confidence".
     min_confidence: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})
     # The same for a typing request's suggestion from a cold start's smaller window, which
     # guesses more: one whose first line is below this is hidden (the larger of the two
     # thresholds holds), and the whole window, evaluated right after, answers the next
-    # request. See BENCHMARKS.md, "Cold start by structure and confidence".
+    # request. See bench/HISTORY.md, "Cold start by structure and confidence".
     cold_start_confidence: float = field(default=0.3, metadata={"min": 0.0, "max": 1.0})
     # When the editor says the cursor rests somewhere (lspInfer/warm: after switching files or
     # moving the cursor), evaluate the whole window's prompt there in the background, so the

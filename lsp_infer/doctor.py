@@ -117,7 +117,7 @@ def _check_settings(checks: Checks, settings_file: str | None) -> Settings:
         checks.ok(waiting)
     else:  # the user's choice, which can halve decoding or keep a core busy while idle
         own = f"PASSIVE with {THREAD_SPIN_COUNT} spins"
-        checks.note(f'{waiting}; lsp-infer\'s own is {own} (README, "Troubleshooting")')
+        checks.note(f"{waiting}; lsp-infer's own is {own} (docs/troubleshooting.md)")
     return settings
 
 
@@ -197,7 +197,7 @@ def _report_compute(checks: Checks, loaded: LoadedModel, model: ModelSettings) -
         checks.note(
             "this llama-cpp-python build has no GPU support: the model runs on the CPU "
             f"({loaded.n_threads} threads). For a GPU, reinstall it with CMAKE_ARGS for "
-            'Metal, CUDA, Vulkan or ROCm (README, "GPU offload")'
+            'Metal, CUDA, Vulkan or ROCm (docs/performance.md, "GPU offload")'
         )
         if gpu_layers not in ("auto", "0"):
             checks.bad(
@@ -207,7 +207,7 @@ def _report_compute(checks: Checks, loaded: LoadedModel, model: ModelSettings) -
         if model.path is None and loaded.resolved.requantized is None:
             checks.note(
                 'on a CPU, model.requantize "q4_0" evaluates prompts about 1.4x as fast, for '
-                'slightly lower quality (README, "Faster weights on a CPU")'
+                'slightly lower quality (docs/performance.md, "Faster weights on a CPU")'
             )
         return
     offloaded = min(loaded.gpu_layers, loaded.n_layers)

@@ -225,7 +225,7 @@ def ensure_default_model(progress: Progress | None = None, *, reverify: bool = F
 # model.requantize: the embedded model's weights in a format whose CPU kernels are faster.
 # Its linear layers are mostly Q5_0 (the Q4_K_M recipe falls back to it for rows of 896, not a
 # multiple of 256), which llama.cpp's CPU backend multiplies with its generic kernels; Q4_0 has
-# repacked AVX2/AVX-512 and ARM kernels. Measured on 2 cores (BENCHMARKS.md, "Faster weights"):
+# repacked AVX2/AVX-512 and ARM kernels. Measured on 2 cores (bench/HISTORY.md, "Faster weights"):
 # prompts 1.4-1.5x as fast, decoding 1.15-1.3x, exact match 2-3 holes in 80 lower.
 REQUANTIZE_TYPES = {"q4_0": 2}  # llama_ftype: LLAMA_FTYPE_MOSTLY_Q4_0
 

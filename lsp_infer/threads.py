@@ -24,7 +24,7 @@ def thread_waiting(environ: Mapping[str, str]) -> dict[str, str]:
     decoding ran at 7.2 tokens/s (default) and 9.7 (ACTIVE) against 11.3 sleeping at once
     (PASSIVE). Sleeping at once pays a futex wake-up at every barrier instead: on a quiet
     machine, 11.8 tokens/s against 23.8 spinning. A short spin before sleeping gets both:
-    23.2-23.6 quiet, 11.0-11.9 with one core busy (bench/omp_wait.py; BENCHMARKS.md, "OpenMP
+    23.2-23.6 quiet, 11.0-11.9 with one core busy (bench/omp_wait.py; bench/HISTORY.md, "OpenMP
     wait policy"). PASSIVE stays set for OpenMP runtimes other than libgomp, which do not read
     GOMP_SPINCOUNT; libgomp lets GOMP_SPINCOUNT override the policy's count."""
     if "OMP_WAIT_POLICY" in environ or "GOMP_SPINCOUNT" in environ:

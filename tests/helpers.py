@@ -95,7 +95,7 @@ def openai_server_command(api_key: str, port: int, threads: int = 2) -> list[str
 def start_openai_server(api_key: str, port: int, threads: int = 2) -> subprocess.Popen[bytes]:
     """Start the stand-in server on ``port`` and wait until it answers /v1/models."""
     # OpenMP threads that spin long while waiting crawl when the machine is busy with
-    # anything else (BENCHMARKS.md, "OpenMP wait policy"): the same waiting as lsp-infer's.
+    # anything else (bench/HISTORY.md, "OpenMP wait policy"): the same waiting as lsp-infer's.
     env = {**os.environ, **thread_waiting(os.environ)}
     process = subprocess.Popen(
         openai_server_command(api_key, port, threads),

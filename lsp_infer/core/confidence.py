@@ -5,7 +5,7 @@ probability the model gave it (a softmax of the logits it computes anyway: no ex
 work). A line's confidence is the probability the model gave the whole line: the product of
 the probabilities of the tokens starting in it. Measured against the lowest token's and the
 geometric mean's (JetBrains' mean log-probability) on 60 standard-library holes, the product
-separated right first lines from wrong ones best (BENCHMARKS.md, "Confidence"): a line is
+separated right first lines from wrong ones best (bench/HISTORY.md, "Confidence"): a line is
 wrong when any of its tokens is, and a long line of fairly sure tokens is less sure than a
 short one.
 

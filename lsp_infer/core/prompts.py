@@ -77,7 +77,7 @@ TEMPLATES: dict[str, FimTemplate] = {
         # Qwen2.5-Coder [Qwen2.5-Coder README shows PSM]. Measured here (bench/quality.py, 40
         # stdlib holes): the SPM variant scores 32.5 % exact match vs 17.5 % for PSM and
         # 7.5 % for plain suffix-first, and puts the prefix last, so a keystroke re-evaluates
-        # only its own tokens. See BENCHMARKS.md.
+        # only its own tokens. See bench/HISTORY.md.
         FimTemplate(
             name="qwen",
             prefix="<|fim_prefix|>",

@@ -3,7 +3,7 @@
 A cold start's window (a few hundred tokens, sometimes fewer than 200) cut by distance alone
 keeps the lines nearest the cursor and loses the signature and docstring that say what the
 function is for: on holes whose answer depends on them it scored 25-40 points below the whole
-window (BENCHMARKS.md, "Cold start"). Within the same budget this window keeps, in order:
+window (bench/HISTORY.md, "Cold start"). Within the same budget this window keeps, in order:
 
 1. the cursor's line and the lines just above it (a share of the budget: ``near_share``);
 2. the headers of the enclosing blocks, innermost first: the opening line with its

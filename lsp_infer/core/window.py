@@ -62,7 +62,7 @@ def fit_window(
     anchored, it moves once per ``anchor_lines`` lines. The start is the multiple at or
     before the first line that fits, when the up to ``anchor_lines - 1`` lines this adds fit
     in ``anchor_slack`` more tokens (so the prompt never has less context than unanchored);
-    otherwise the next multiple, for fewer lines (see BENCHMARKS.md, "Quality").
+    otherwise the next multiple, for fewer lines (see bench/HISTORY.md, "Quality").
     """
     budget_tokens = max(1, budget_tokens)
     suffix, suffix_used = _fit_suffix(text, offset, budget_tokens, suffix_tokens, count_tokens)
@@ -196,7 +196,7 @@ def smaller_suffix_tokens(suffix_tokens: int, budget: int, full_budget: int) -> 
     window's share of it, not its count. With the count (128 of 512), the 162-token window a
     cold start gets here went half to the suffix, and its suggestions matched 2.7 points less
     often locally than with the share (40 tokens) and scored 6.7 points lower in edit
-    similarity (BENCHMARKS.md, "Cold start")."""
+    similarity (bench/HISTORY.md, "Cold start")."""
     if full_budget <= 0 or budget >= full_budget:
         return suffix_tokens
     return suffix_tokens * budget // full_budget
@@ -207,7 +207,7 @@ def smaller_budgets(budget: int, minimum: int = MIN_COLD_BUDGET) -> list[int]:
     before, down to ``minimum``. A fixed ladder, not a size computed from the measured speed,
     so the same cache gives the same window keystroke after keystroke (and it stays cached);
     steps of 3/4 rather than halves, so the window lands closer to what the time allows
-    (quality falls fast below 256 tokens: BENCHMARKS.md, "Cold start")."""
+    (quality falls fast below 256 tokens: bench/HISTORY.md, "Cold start")."""
     ladder: list[int] = []
     while budget > minimum:
         budget = max(minimum, budget * 3 // 4)

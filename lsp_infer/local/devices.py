@@ -71,6 +71,6 @@ def gpu_layers_for(setting: str, offload_supported: bool) -> tuple[int, str | No
         return 0, (
             f"model.gpuLayers is {layers}, but this llama-cpp-python was built without GPU "
             "support, so the model runs on the CPU. Reinstall it with CMAKE_ARGS for your GPU "
-            '(README, "GPU offload"); `lsp-infer doctor` tells what the build has.'
+            '(docs/performance.md, "GPU offload"); `lsp-infer doctor` tells what the build has.'
         )
     return layers, None

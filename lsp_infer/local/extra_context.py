@@ -13,7 +13,7 @@ The pick is *pinned* per document while the user types (the extra context comes 
 prompt, so a stable pick keeps the model's KV cache valid across keystrokes); it is made or
 refreshed when the user pauses, and the new prompt is evaluated then (prefetch); the new pick
 is used only once that evaluation is done, so typing never starts or waits for that work
-(completions.py; BENCHMARKS.md). No model, no LSP; all pure but ExtraContext, which reads
+(completions.py; bench/HISTORY.md). No model, no LSP; all pure but ExtraContext, which reads
 the session.
 """
 

@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 
 # keep_cache jobs evaluate their prompt in batches this small, so a stop loses at most one
 # batch (under a second of work). Raw speed on 2 cores: about 17 % slower than 256 and 10 %
-# slower than 128, but 128 made no difference the multi-file benchmark could see (BENCHMARKS.md,
+# slower than 128, but 128 made no difference the multi-file benchmark could see (bench/HISTORY.md,
 # "Background batch size").
 _BACKGROUND_BATCH = 64
 # What a soft cancel may still let background work finish.
@@ -138,7 +138,7 @@ class LlamaCppBackend:
             n_ubatch=settings.n_batch, n_threads=threads, n_threads_batch=threads,
             n_gpu_layers=gpu_layers,
             # llama.cpp copies Q4_0 weights into its repacked layout at load; mapped, the file's
-            # pages would stay resident beside that copy (RSS 737 vs 550 MB; BENCHMARKS.md,
+            # pages would stay resident beside that copy (RSS 737 vs 550 MB; bench/HISTORY.md,
             # "Faster weights"). The shipped file is used in place, shared between processes.
             use_mmap=resolved.requantized is None, logits_all=False, verbose=False,
         )  # fmt: skip

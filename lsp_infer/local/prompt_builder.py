@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 _CONTEXT_MARGIN = 8
 # The prompt's prefix starts on a line number divisible by this, so it stays put (and its
 # KV cache valid) for that many typed lines instead of sliding on every one. Measured with
-# bench/keystrokes.py: see BENCHMARKS.md.
+# bench/keystrokes.py: see bench/HISTORY.md.
 PREFIX_ANCHOR_LINES = 8
 # A prompt with no more than this many tokens outside the cache counts as cached: what was
 # typed since (a word, a new line's indentation) plus the FIM tokens.
@@ -29,7 +29,7 @@ _TYPED_TOKENS = 16
 # takes it only when the rest costs at most this share of the cold-start budget, if a smaller
 # window is held: the pause's time goes to decoding (about 1 s for a line here) rather than to
 # finishing the whole window, which the background does after the answer. Taking up to the
-# whole budget made same-file pauses of 2.1-2.7 s (BENCHMARKS.md, "Typing in four files").
+# whole budget made same-file pauses of 2.1-2.7 s (bench/HISTORY.md, "Typing in four files").
 _HELD_WINDOW_LEFTOVER = 1 / 3
 
 

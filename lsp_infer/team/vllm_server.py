@@ -8,7 +8,7 @@ import argparse
 import re
 
 # The vLLM releases `lsp-infer[team]` allows (pyproject.toml), whose flags used here were
-# checked against vLLM's documentation and source: README, "Team server".
+# checked against vLLM's documentation and source: docs/team-server.md.
 VLLM_RANGE = ((0, 10, 1), (0, 19))
 # From 0.10.1 request logging is opt-in (--enable-log-requests, vLLM PR #21739); before, every
 # prompt was logged unless --disable-log-requests, which 0.12 deprecated and later removed.

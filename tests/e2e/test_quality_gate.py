@@ -9,7 +9,7 @@ whose answer depends on their function's signature far above, and lines anywhere
 function) as a file opened and a suggestion invoked at once: once at the defaults, once as
 the model unhurried and unfiltered (the whole window always, a 20 s deadline, no confidence
 threshold). The defaults fail the gate when their exact match falls more than GATE_POINTS
-below that. bench/paths.py measures the same on more holes and more paths (BENCHMARKS.md,
+below that. bench/paths.py measures the same on more holes and more paths (bench/HISTORY.md,
 "Quality along the server's paths").
 """
 
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 HOLES = {"header": 12, "local": 8}  # 20 holes: one is 5 points
 # One hole of slack: the deadline (completion.timeoutMs) may cut a long first line sooner on
 # a slower machine. Calibrated on 2026-12-03 (2 cores, 85 prompt tokens/s): defaults 15.0 %,
-# unhurried 15.0 %, in 6 minutes 41 s (BENCHMARKS.md, "The quality gate").
+# unhurried 15.0 %, in 6 minutes 41 s (bench/HISTORY.md, "The quality gate").
 GATE_POINTS = 5.0
 UNHURRIED = {
     "completion": {"coldStartMs": 0, "timeoutMs": 20000, "minConfidence": 0,

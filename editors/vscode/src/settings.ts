@@ -1,6 +1,6 @@
 /**
  * VS Code settings (`lspInfer.*`, flat dotted keys) → the server's settings object
- * (nested camelCase, as in the top-level README's configuration table).
+ * (nested camelCase, as in docs/settings.md).
  *
  * Pure: no `vscode` import, so the mapping is unit-tested without an editor.
  *
@@ -134,7 +134,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     type: 'string',
     default: 'off',
     enum: ['off', 'q4_0'],
-    description: '`q4_0`: run the embedded model requantized to Q4_0 (derived once into the model cache, a few seconds): prompts about 1.4x as fast on a CPU, decoding 1.2x, a few points lower exact match (BENCHMARKS.md, "Faster weights"). A custom `model.path` is loaded as it is.',
+    description: '`q4_0`: run the embedded model requantized to Q4_0 (derived once into the model cache, a few seconds): prompts about 1.4x as fast on a CPU, decoding 1.2x, a few points lower exact match (bench/HISTORY.md, "Faster weights"). A custom `model.path` is loaded as it is.',
   },
   {
     key: 'completion.enabled',

@@ -47,7 +47,7 @@ describe('buildServerSettings', () => {
     });
   });
 
-  test('the README example round-trips', () => {
+  test('the docs/settings.md example round-trips', () => {
     assert.deepEqual(buildServerSettings(reader({ 'model.nThreads': 4, 'completion.maxLines': 4, 'completion.contextTokens': 1024 })), {
       model: { nThreads: 4 },
       completion: { maxLines: 4, contextTokens: 1024 },
@@ -157,7 +157,7 @@ describe('toServerValue', () => {
 });
 
 describe('settings table', () => {
-  test('enums, defaults and bounds match the server (README configuration table)', () => {
+  test('enums, defaults and bounds match the server (docs/settings.md)', () => {
     const byKey = new Map(SERVER_SETTINGS.map((s) => [s.key, s]));
     const expect = (key: string, fields: Record<string, unknown>) => {
       const spec = byKey.get(key);

@@ -15,7 +15,7 @@ local M = {}
 ---@field cmd string[]|fun(...): any  the server command
 ---@field filetypes string[]          buffers to attach to
 ---@field root_markers string[]       files that mark the workspace folder
----@field settings table              server settings (camelCase, nested), see the README
+---@field settings table              server settings (camelCase, nested), see docs/settings.md
 ---@field keymaps lsp_infer.Keymaps|false
 ---@field fallback "auto"|boolean     "auto": native inline completion on 0.12+, else the fallback
 ---@field debounce_ms integer         the fallback's delay after a keystroke
