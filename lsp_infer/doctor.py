@@ -216,6 +216,17 @@ def _report_compute(checks: Checks, loaded: LoadedModel, model: ModelSettings) -
 
 def _check_team(checks: Checks, team: TeamSettings) -> None:
     checks.section("Team server")
+    from lsp_infer.team.vllm_server import VLLM_RANGE, installed_vllm
+
+    local = installed_vllm()
+    if local is not None:  # this is the team's server machine (or one being set up)
+        if VLLM_RANGE[0] <= local.version < VLLM_RANGE[1]:
+            checks.ok(f"{local.describe()} installed here (lsp-infer team-server runs it)")
+        else:
+            checks.note(
+                f"{local.describe()} installed here: outside the releases lsp-infer ran "
+                "against (0.32); lsp-infer team-server warns about its flags"
+            )
     urls = team.urls()
     if not urls:
         checks.note("not configured (set LSP_INFER_TEAM_URL or team.url for whole-file refactors)")
@@ -256,7 +267,19 @@ def _report_replica(checks: Checks, team: TeamSettings, result: Health) -> None:
     if result.running is not None:
         load = f"; {result.running:.0f} running, {result.waiting or 0:.0f} waiting"
     context = f"; context {result.max_model_len:,} tokens" if result.max_model_len else ""
-    checks.ok(f"{result.url}: serving {', '.join(result.models)}{load}{context}")
+    engine = f" on {result.engine}" if result.engine else ""
+    checks.ok(f"{result.url}: serving {', '.join(result.models)}{engine}{load}{context}")
+    if result.priority is False:
+        checks.note(
+            f"{result.url} refuses request priorities: refactors and invoked completions queue "
+            "alike (start vLLM with --scheduling-policy priority, as lsp-infer team-server does)"
+        )
+    elif result.priority and result.engine:
+        checks.note(
+            f"{result.url} accepts request priorities; {result.engine} orders by them only when "
+            "started with --scheduling-policy priority (lsp-infer team-server does), and no "
+            "answer says which policy it runs"
+        )
     if team.model and team.model not in result.models:
         checks.bad(
             f"{result.url}: team.model {team.model!r} is not served there",

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -55,9 +57,13 @@ def free_port() -> int:
 
 
 def wait_until_up(
-    url: str, process: subprocess.Popen[bytes], what: str, headers: dict[str, str] | None = None
+    url: str,
+    process: subprocess.Popen[bytes],
+    what: str,
+    headers: dict[str, str] | None = None,
+    timeout: float = 180,
 ) -> None:
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"{what} exited with {process.returncode}")
@@ -108,6 +114,51 @@ def start_openai_server(api_key: str, port: int, threads: int = 2) -> subprocess
         {"Authorization": f"Bearer {api_key}"},
     )  # fmt: skip
     return process
+
+
+# vLLM's CPU build: its venv (`make team-vllm` makes it beside .venv), the served name and
+# context the team tests ask for. Its start compiles the model first: minutes on two cores.
+VLLM_VENV = Path(
+    os.environ.get("LSP_INFER_TEST_VLLM_VENV", Path(__file__).parents[1] / ".venv-vllm")
+)
+VLLM_START_TIMEOUT_S = 900
+
+
+@contextmanager
+def vllm_server(api_key: str, log: Path) -> Iterator[str]:
+    """vLLM serving the embedded model on a free loopback port, started the way a team starts
+    it (`lsp-infer team-server --run --model embedded`, from vLLM's venv). Yields .../v1."""
+    lsp_infer = VLLM_VENV / "bin" / "lsp-infer"
+    if not lsp_infer.exists():
+        raise RuntimeError(f"no vLLM venv at {VLLM_VENV}: make team-vllm makes it")
+    port = free_port()
+    command = [
+        str(lsp_infer), "team-server", "--run", "--model", "embedded", "--served-name", "coder",
+        "--port", str(port), "--max-model-len", "4096",
+    ]  # fmt: skip
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, "VLLM_API_KEY": api_key},
+        )  # fmt: skip
+    try:
+        wait_until_up(
+            f"http://127.0.0.1:{port}/v1/models", process, f"vLLM (its log: {log})",
+            {"Authorization": f"Bearer {api_key}"}, timeout=VLLM_START_TIMEOUT_S,
+        )  # fmt: skip
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        stop_group(process)
+
+
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop a process and everything it started (vLLM's engine runs in a child process)."""
+    os.killpg(process.pid, signal.SIGTERM)
+    with suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=60)
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 @contextmanager

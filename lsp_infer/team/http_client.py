@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import getpass
 import json
 import logging
@@ -64,6 +65,19 @@ class Health:
     running: float | None = None  # vllm:num_requests_running
     waiting: float | None = None  # vllm:num_requests_waiting
     max_model_len: int | None = None
+    engine: str | None = None  # "vLLM 0.32.0" from /version; None where there is none
+    priority: bool | None = None  # a request with a priority accepted (None: not asked)
+
+
+MAX_STOP_SEQUENCES = 4
+
+
+def cut_at_stops(answer: TeamAnswer, stops: list[str]) -> TeamAnswer:
+    """The answer up to the first of ``stops`` (the server stopped at the others)."""
+    ends = [index for stop in stops if (index := answer.text.find(stop)) >= 0]
+    if not ends:
+        return answer
+    return dataclasses.replace(answer, text=answer.text[: min(ends)], finish_reason="stop")
 
 
 class _PriorityRefused(Exception):
@@ -269,11 +283,14 @@ class TeamClient:
             "temperature": 0,
         }
         if stop:
-            body["stop"] = stop
-        return await self.router.call(
+            # The OpenAI API takes at most 4 stop sequences, and gateways that check requests
+            # against it refuse more (vllm-router: HTTP 400); the rest are cut here.
+            body["stop"] = stop[:MAX_STOP_SEQUENCES]
+        answer = await self.router.call(
             lambda replica: self._stream(replica, "/completions", body, priority, on_text),
             affinity,
         )
+        return cut_at_stops(answer, stop[MAX_STOP_SEQUENCES:] if stop else [])
 
     # -- one attempt on one replica -------------------------------------------------------
 
@@ -424,8 +441,33 @@ class TeamClient:
             gauges = parse_metrics(response.text) if response.status_code == 200 else {}
         return Health(
             replica.shown, True, detail, models, gauges.get("vllm:num_requests_running"),
-            gauges.get("vllm:num_requests_waiting"), limit,
+            gauges.get("vllm:num_requests_waiting"), limit, await engine_of(self._http, replica),
+            await takes_priority(self._http, replica, self.settings.model or models[0])
+            if models else None,
         )  # fmt: skip
+
+
+async def engine_of(http: httpx.AsyncClient, replica: Replica) -> str | None:
+    """vLLM answers /version (beside /v1); llama.cpp's servers and most gateways do not."""
+    with contextlib.suppress(httpx.HTTPError, ValueError, TypeError, AttributeError):
+        response = await http.get(f"{replica.root}/version")
+        if response.status_code == 200:
+            return f"vLLM {response.json()['version']}"
+    return None
+
+
+async def takes_priority(http: httpx.AsyncClient, replica: Replica, model: str) -> bool | None:
+    """One token asked with a refactor's priority: does the server accept the field? (vLLM
+    orders by it only under --scheduling-policy priority and says nothing of its policy; older
+    ones refused it with a 400 under the default policy.)"""
+    body = {"model": model, "prompt": "#", "max_tokens": 1, "priority": 10}
+    try:
+        response = await http.post(f"{replica.url}/completions", json=body)
+    except httpx.HTTPError:
+        return None
+    if response.status_code == 400 and "priority" in response.text.lower():
+        return False
+    return True if response.status_code == 200 else None
 
 
 class Clients:

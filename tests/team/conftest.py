@@ -1,8 +1,14 @@
 """The team tier against a real OpenAI-compatible server process on loopback.
 
-vLLM needs a GPU; llama-cpp-python's own server (``python -m llama_cpp.server``, the same
-default model, with an API key) stands in for it. A fault-injecting proxy in front of it
-produces the failures (500, malformed JSON, a stream cut midway, slow or silent servers).
+Which server is ``LSP_INFER_TEST_TEAM_SERVER``'s choice:
+- ``standin`` (the default): llama-cpp-python's own server (``python -m llama_cpp.server``,
+  the same default model, with an API key), quick to start;
+- ``vllm``: vLLM's CPU build serving the embedded model, started by ``lsp-infer team-server
+  --run`` from its own venv (``make team-vllm`` makes the venv and runs these tests with it);
+- a URL ending in ``/v1``: a server already running with the key ``API_KEY``, served as "coder".
+A fault-injecting proxy in front of it produces the failures (500, malformed JSON, a stream
+cut midway, slow or silent servers). The tests marked ``faults`` never reach the real server
+(the proxy answers for it) or start stand-ins of their own: they run on the stand-in only.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +31,15 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.helpers import free_port, openai_server, plain, start_raw_request, stop, wait_until_up
+from tests.helpers import (
+    free_port,
+    openai_server,
+    plain,
+    start_raw_request,
+    stop,
+    vllm_server,
+    wait_until_up,
+)
 
 API_KEY = "sk-lsp-infer-test-key"
 
@@ -93,11 +108,38 @@ def marker() -> str:
     return f"m{uuid.uuid4().hex[:10]}"
 
 
+TEAM_SERVER = os.environ.get("LSP_INFER_TEST_TEAM_SERVER", "standin")
+
+
+@contextmanager
+def real_server(folder: Path) -> Iterator[str]:
+    if TEAM_SERVER == "standin":
+        with openai_server(API_KEY) as url:
+            yield url
+    elif TEAM_SERVER == "vllm":
+        with vllm_server(API_KEY, folder / "vllm.log") as url:
+            yield url
+    elif TEAM_SERVER.startswith("http") and TEAM_SERVER.endswith("/v1"):
+        yield TEAM_SERVER
+    else:
+        raise ValueError(f"LSP_INFER_TEST_TEAM_SERVER={TEAM_SERVER!r}: standin, vllm or a /v1 URL")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if TEAM_SERVER == "standin":
+        return
+    skip = pytest.mark.skip(reason=f"fault injection: on the stand-in only, not {TEAM_SERVER}")
+    for item in items:
+        if item.get_closest_marker("faults") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def team_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamServer]:
     proxy_port = free_port()
-    log = tmp_path_factory.mktemp("team") / "requests.log"
-    with openai_server(API_KEY) as url:
+    folder = tmp_path_factory.mktemp("team")
+    log = folder / "requests.log"
+    with real_server(folder) as url:
         proxy = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("fault_proxy.py")),
              url.removesuffix("/v1"), str(proxy_port), str(log)],

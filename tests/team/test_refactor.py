@@ -6,6 +6,7 @@ import ast
 import asyncio
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -149,6 +150,7 @@ async def test_wrong_key(client: LanguageClient, team_server: TeamServer, tmp_pa
     await assert_local_completions_still_work(client, tmp_path)
 
 
+@pytest.mark.faults
 async def test_server_down(client: LanguageClient, tmp_path: Path):
     await start(client, tmp_path, {"url": f"http://127.0.0.1:{free_port()}/v1", "retries": 1})
     uri = open_file(client, tmp_path / "d.py", SOURCE)
@@ -160,6 +162,7 @@ async def test_server_down(client: LanguageClient, tmp_path: Path):
     await assert_local_completions_still_work(client, tmp_path)
 
 
+@pytest.mark.faults
 async def test_not_configured(client: LanguageClient, tmp_path: Path):
     await start(client, tmp_path, {})
     uri = open_file(client, tmp_path / "n.py", SOURCE)
@@ -197,27 +200,32 @@ async def faulty(
     return outcome(result)
 
 
+@pytest.mark.faults
 async def test_http_500(client: LanguageClient, team_server: TeamServer, tmp_path: Path):
     result = await faulty(client, team_server, tmp_path, "500")
     assert result["status"] == "failed" and "HTTP 500" in result["message"]
     await assert_local_completions_still_work(client, tmp_path)
 
 
+@pytest.mark.faults
 async def test_malformed_json(client: LanguageClient, team_server: TeamServer, tmp_path: Path):
     result = await faulty(client, team_server, tmp_path, "malformed")
     assert result["status"] == "failed" and "JSON" in result["message"]
 
 
+@pytest.mark.faults
 async def test_stream_cut_midway(client: LanguageClient, team_server: TeamServer, tmp_path: Path):
     result = await faulty(client, team_server, tmp_path, "cut")
     assert result["status"] == "failed" and "mid-answer" in result["message"]
 
 
+@pytest.mark.faults
 async def test_timeout(client: LanguageClient, team_server: TeamServer, tmp_path: Path):
     result = await faulty(client, team_server, tmp_path, "slow", timeoutMs=1500)
     assert result["status"] == "failed" and "did not answer" in result["message"]
 
 
+@pytest.mark.faults
 async def test_server_that_never_answers(
     client: LanguageClient, team_server: TeamServer, tmp_path: Path
 ):

