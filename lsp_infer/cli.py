@@ -309,8 +309,12 @@ def _model_to_serve(args: argparse.Namespace) -> str | None:
     from lsp_infer import models
     from lsp_infer.team.vllm_model import ensure_vllm_model
 
+    def deriving(why: str) -> None:
+        print(f"lsp-infer team-server: deriving the embedded model for vLLM ({why}): "
+              "about a minute", file=sys.stderr)  # fmt: skip
+
     try:
-        return str(ensure_vllm_model())
+        return str(ensure_vllm_model(deriving))
     except models.ModelError as exc:
         print(f"lsp-infer team-server: {exc}", file=sys.stderr)
         return None
@@ -323,10 +327,16 @@ def _run_vllm(command: list[str], env: dict[str, str], vllm: InstalledVllm) -> i
     import subprocess
 
     process = subprocess.Popen(command, env={**os.environ, **env})
+    stopped: list[int] = []  # the signals passed on: then its exit code is no news
+
+    def pass_on(received: int, _frame: object) -> None:
+        stopped.append(received)
+        process.send_signal(received)
+
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, lambda received, _frame: process.send_signal(received))
+        signal.signal(number, pass_on)
     code = process.wait()
-    if code > 0:
+    if code > 0 and not stopped:
         print(f"lsp-infer team-server: {exit_explained(code, vllm)}", file=sys.stderr)
     return code if code >= 0 else 128 - code
 

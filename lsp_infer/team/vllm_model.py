@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +56,15 @@ def folder_problem(folder: Path) -> str | None:
     return None
 
 
-def ensure_vllm_model() -> Path:
-    """The folder, derived from the embedded GGUF when missing or not matching its stamp."""
+def ensure_vllm_model(deriving: Callable[[str], None] | None = None) -> Path:
+    """The folder, derived from the embedded GGUF when missing or not matching its stamp
+    (``deriving`` is told why first: it takes about a minute)."""
     folder = vllm_model_path()
-    if folder.is_dir() and folder_problem(folder) is None:
+    problem = folder_problem(folder) if folder.is_dir() else f"{folder} is not there yet"
+    if problem is None:
         return folder
+    if deriving is not None:
+        deriving(problem)
     source = ensure_default_model()
     partial = folder.with_name(f".{folder.name}.{os.getpid()}.partial")
     shutil.rmtree(partial, ignore_errors=True)

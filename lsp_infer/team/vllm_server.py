@@ -143,9 +143,9 @@ def exit_explained(code: int, vllm: InstalledVllm) -> str:
     """What to tell the user when vLLM exits on its own (a signal from the user is not news)."""
     if code == 2:
         return (
-            f"{vllm.describe()} refused its command line (exit 2, its message is above): its "
-            "flags differ from the ones lsp-infer checked; run `lsp-infer team-server` to see "
-            "the command and adjust it by hand"
+            f"{vllm.describe()} refused its command line (exit 2, its message is above): a "
+            "flag given after -- is wrong, or this vLLM's flags differ from the ones lsp-infer "
+            "checked; `lsp-infer team-server` prints the command to adjust by hand"
         )
     return (
         f"{vllm.describe()} exited with code {code} (its log is above): a model it cannot "
