@@ -26,7 +26,7 @@ from typing import Any
 from lsp_infer.models import DEFAULT_MODEL, ModelError, cache_dir, ensure_default_model, sha256_of
 
 STAMP = "lsp-infer-stamp.json"
-# The name vLLM reports in /v1/models unless --served-name says otherwise.
+# The folder in the model cache, beside the GGUF it is derived from.
 FOLDER = DEFAULT_MODEL.file_name.replace("-q4_k_m.gguf", "-vllm")
 # Bumped when the derivation changes: a folder from an older one is derived again.
 DERIVATION = 2

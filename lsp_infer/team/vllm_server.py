@@ -105,7 +105,7 @@ def team_server_command(
         command += ["--data-parallel-size", str(args.data_parallel_size)]
     if args.ssl_certfile:
         command += ["--ssl-keyfile", args.ssl_keyfile, "--ssl-certfile", args.ssl_certfile]
-    return command + list(getattr(args, "vllm_args", []))
+    return command + list(args.vllm_args)
 
 
 def team_server_environment(
