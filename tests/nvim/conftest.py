@@ -125,12 +125,20 @@ class Editor:
             stdout=subprocess.DEVNULL,
             stderr=self.stderr,
         )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while not self.socket.exists():
+        self.nvim = self._attach(pynvim, deadline=time.monotonic() + 30)
+
+    def _attach(self, pynvim: Any, deadline: float) -> Any:
+        # The socket file appears at bind(), a moment before nvim listens on it: a connect in
+        # between is refused (seen once in CI), so retry until nvim answers or the deadline.
+        while True:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"nvim did not start (exit {self.process.returncode})")
+            if self.socket.exists():
+                try:
+                    return pynvim.attach("socket", path=str(self.socket))
+                except (ConnectionRefusedError, FileNotFoundError):
+                    pass
             time.sleep(0.05)
-        self.nvim = pynvim.attach("socket", path=str(self.socket))
 
     # -- plumbing -------------------------------------------------------------------------
 
