@@ -22,6 +22,8 @@ local M = {}
 ---@field notify_failed boolean       vim.notify when the model fails to load
 ---@field warm boolean                send lspInfer/warm where the cursor comes to rest
 ---@field warm_ms integer             how long the cursor must stay still before that
+---@field definitions boolean         answer lspInfer/definitions from the buffer's other servers
+---@field definitions_timeout_ms integer  the longest that answer takes (null for the rest)
 
 ---@type lsp_infer.Options
 M.defaults = {
@@ -49,6 +51,8 @@ M.defaults = {
   notify_failed = true,
   warm = true,
   warm_ms = 400,
+  definitions = true,
+  definitions_timeout_ms = 1000,
 }
 
 ---@type lsp_infer.Options
@@ -69,6 +73,8 @@ function M.set(opts)
     notify_failed = { "boolean" },
     warm = { "boolean" },
     warm_ms = { "number" },
+    definitions = { "boolean" },
+    definitions_timeout_ms = { "number" },
   }
   for key, types in pairs(expected) do
     if opts[key] ~= nil and not vim.tbl_contains(types, type(opts[key])) then
@@ -76,8 +82,10 @@ function M.set(opts)
         type(opts[key])))
     end
   end
-  if opts.warm_ms ~= nil and opts.warm_ms < 0 then
-    error("lsp_infer: warm_ms must not be negative")
+  for _, key in ipairs({ "warm_ms", "definitions_timeout_ms" }) do
+    if opts[key] ~= nil and opts[key] < 0 then
+      error(("lsp_infer: %s must not be negative"):format(key))
+    end
   end
   if opts.fallback ~= nil and opts.fallback ~= "auto" and type(opts.fallback) ~= "boolean" then
     error('lsp_infer: fallback must be "auto", true or false')
@@ -139,8 +147,8 @@ function M.root_dir(bufnr)
   return vim.fs.dirname(path)
 end
 
---- The handlers of our custom notifications (and a wrapper of $/progress that remembers the
---- cancellable refactor progress, for :LspInferCancel).
+--- The handlers of our custom notifications and of lspInfer/definitions (and a wrapper of
+--- $/progress that remembers the cancellable refactor progress, for :LspInferCancel).
 function M.handlers()
   return {
     ["lspInfer/status"] = function(err, result, ctx)
@@ -161,6 +169,11 @@ function M.handlers()
       if default then
         return default(err, result, ctx, config)
       end
+    end,
+    -- A request: what the handler returns is the answer (it yields until the other servers
+    -- have answered, see definitions.lua).
+    ["lspInfer/definitions"] = function(err, result, ctx)
+      return require("lsp_infer.definitions").handler(err, result, ctx)
     end,
   }
 end
@@ -184,6 +197,8 @@ function M.lsp_config()
     init_options = settings,
     settings = { lspInfer = settings },
     handlers = M.handlers(),
+    -- experimental.lspInfer.definitions, with the `definitions` option (nil without it).
+    capabilities = require("lsp_infer.definitions").capabilities(),
     -- The accept command of an item: the runtime's get() runs it through the client after
     -- inserting the item; lifecycle.lua notes the acceptance and sends it to the server.
     commands = {

@@ -66,7 +66,7 @@ function M.summary(stats)
     return number(value) and tostring(value) or "–"
   end
   local rate = number(s.acceptanceRate)
-  return {
+  local out = {
     { "Requests", count(stats.requests) },
     { "Latency p50 / p95", M.ms(latency.p50) .. " / " .. M.ms(latency.p95) },
     { "Suggestions shown", count(s.shown) },
@@ -78,6 +78,29 @@ function M.summary(stats)
     { "Acceptance rate", rate and ("%d %%"):format(math.floor(rate * 100 + 0.5)) or "–" },
     { "Characters accepted", count(s.charactersAccepted) },
     { "Shown → accepted p50 / p95", M.ms(to_accept.p50) .. " / " .. M.ms(to_accept.p95) },
+  }
+  vim.list_extend(out, M.definitions(stats))
+  return out
+end
+
+--- Where names are defined, asked of the editor (lspInfer/definitions): { label, value }
+--- pairs, none from a server without `definitions` in its stats.
+function M.definitions(stats)
+  local d = object(object(stats).definitions)
+  if next(d) == nil then
+    return {}
+  end
+  if d.supported ~= true then
+    return { { "Definitions", "not asked (the editor does not offer them)" } }
+  end
+  local function count(value)
+    return number(value) or 0
+  end
+  return {
+    { "Definitions answered", ("%d of %d asked (%d requests), %d used"):format(
+      count(d.answered), count(d.asked), count(d.requests), count(d.used)) },
+    { "Definitions p50 / p95", ("%s / %s, %d timed out, %d failed"):format(M.ms(d.p50Ms),
+      M.ms(d.p95Ms), count(d.timedOut), count(d.failed)) },
   }
 end
 

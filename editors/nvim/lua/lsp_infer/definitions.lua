@@ -1,0 +1,488 @@
+-- lspInfer/definitions: the server asks where names near the cursor are defined, and the plugin
+-- asks the other language servers attached to the buffer (pyright, jedi, gopls, …) with
+-- textDocument/definition, then answers with the first location and the target's text from its
+-- line on (docs/protocol.md). The server puts the signatures and docstrings in its prompts.
+--
+-- Announced in the client's capabilities (experimental.lspInfer.definitions) when the
+-- `definitions` option is on. The handler never blocks the UI: Neovim (0.11+, rpc.lua's
+-- handle_body) runs a server request's handler inside `vim.schedule(coroutine.wrap(...))`, so
+-- it yields until the answers are in and the runtime sends what it returns. Outside a coroutine
+-- (older runtimes) it waits with vim.wait, bounded by the same timeout.
+--
+-- Every position gets an entry: a definition, or vim.NIL (JSON null) where nothing was found,
+-- a server failed or answered garbage, the buffer went away or the time (definitions_timeout_ms)
+-- ran out. Nothing here raises out of the handler.
+local config = require("lsp_infer.config")
+local util = require("lsp_infer.util")
+
+local M = {}
+
+local api = vim.api
+local has_011 = vim.fn.has("nvim-0.11") == 1
+
+M.METHOD = "lspInfer/definitions"
+M.DEFINITION = "textDocument/definition"
+M.MAX_LINES = 60 -- of the target's text, from range.start.line
+M.MAX_CHARS = 8000 -- Unicode code points of it
+M.MAX_POSITIONS = 32 -- asked per request (the server sends at most 8); the rest get null
+local CHUNK = 16384 -- bytes read from a file at a time
+local MAX_TAIL = 4 * M.MAX_CHARS + 4 * M.MAX_LINES -- bytes from the start line: enough for the cut
+local MAX_SCAN = 32 * 1024 * 1024 -- a start line further into a file than this is not looked for
+
+--- The capabilities to announce (merged by the runtime into its defaults on 0.11+; 0.10 takes
+--- the given table whole, so it gets the defaults here), or nil with the option off.
+---@return table?
+function M.capabilities()
+  if config.options.definitions == false then
+    return nil
+  end
+  local capabilities = { experimental = { lspInfer = { definitions = true } } }
+  if not has_011 then
+    capabilities = vim.tbl_deep_extend("force", vim.lsp.protocol.make_client_capabilities(),
+      capabilities)
+  end
+  return capabilities
+end
+
+-- -- positions ------------------------------------------------------------------------------
+
+local function valid_encoding(encoding)
+  return (encoding == "utf-8" or encoding == "utf-32") and encoding or "utf-16"
+end
+
+--- The byte column of `character` (counted in `encoding`) in `line`, clamped to the line (as the
+--- spec says for a character past its end).
+---@param line string
+---@param character integer
+---@param encoding string "utf-8", "utf-16" or "utf-32"
+---@return integer
+function M.byte_col(line, character, encoding)
+  encoding = valid_encoding(encoding)
+  if character <= 0 then
+    return 0
+  end
+  local ok, col
+  if has_011 then
+    ok, col = pcall(vim.str_byteindex, line, encoding, character, false)
+  elseif encoding == "utf-8" then
+    ok, col = true, character
+  else
+    ok, col = pcall(vim.str_byteindex, line, character, encoding == "utf-16")
+  end
+  if not ok or type(col) ~= "number" then
+    return #line
+  end
+  return math.min(col, #line)
+end
+
+--- The character (counted in `encoding`) at byte column `col` of `line`.
+---@param line string
+---@param col integer
+---@param encoding string
+---@return integer
+function M.character(line, col, encoding)
+  encoding = valid_encoding(encoding)
+  col = math.max(0, math.min(col, #line))
+  if encoding == "utf-8" then
+    return col
+  end
+  if has_011 then
+    local ok, character = pcall(vim.str_utfindex, line, encoding, col, false)
+    return ok and character or col
+  end
+  local ok, utf32, utf16 = pcall(vim.str_utfindex, line, col)
+  if not ok then
+    return col
+  end
+  return encoding == "utf-16" and utf16 or utf32
+end
+
+--- `character` of `line`, from one position encoding to another.
+---@param line string
+---@param character integer
+---@param from string
+---@param to string
+---@return integer
+function M.convert(line, character, from, to)
+  return M.character(line, M.byte_col(line, character, from), to)
+end
+
+-- -- the target's text ----------------------------------------------------------------------
+
+--- `count` lines from line `first` (0-based) of a file, without reading more of it than that
+--- needs (and at most MAX_TAIL bytes from the start of line `first`); nil when the file cannot
+--- be read or has no line `first`.
+---@param path string
+---@param first integer
+---@param count integer
+---@return string[]?
+function M.read_file(path, first, count)
+  local file = io.open(path, "rb")
+  if not file then
+    return nil
+  end
+  local ok, tail = pcall(function()
+    local line, scanned, tail = 0, 0, nil
+    while true do
+      local chunk = file:read(CHUNK)
+      if not chunk then
+        return tail
+      end
+      scanned = scanned + #chunk
+      if tail then
+        tail = tail .. chunk
+      else
+        local pos = 1
+        while line < first do
+          local newline = chunk:find("\n", pos, true)
+          if not newline then
+            break
+          end
+          line, pos = line + 1, newline + 1
+        end
+        if line == first then
+          tail = chunk:sub(pos)
+        elseif scanned > MAX_SCAN then
+          return nil
+        end
+      end
+      if tail and (#tail >= MAX_TAIL or select(2, tail:gsub("\n", "")) >= count) then
+        return tail
+      end
+    end
+  end)
+  file:close()
+  if not ok or type(tail) ~= "string" or tail == "" then
+    return nil
+  end
+  local body = tail:sub(1, MAX_TAIL)
+  if body:sub(-1) ~= "\n" then
+    body = body .. "\n" -- the last line has no newline (or was cut)
+  end
+  local lines = {}
+  for text in body:gmatch("([^\n]*)\n") do
+    if #lines >= count then
+      break
+    end
+    table.insert(lines, (text:gsub("\r$", "")))
+  end
+  return lines
+end
+
+--- The loaded buffer showing `uri`, if any.
+---@param uri string
+---@return integer?
+function M.loaded_buffer(uri)
+  local fname = uri:match("^file:") and vim.fs.normalize(vim.uri_to_fname(uri)) or nil
+  for _, bufnr in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_loaded(bufnr) then
+      local name = api.nvim_buf_get_name(bufnr)
+      if name ~= "" and (vim.uri_from_bufnr(bufnr) == uri
+          or (fname and vim.fs.normalize(name) == fname)) then
+        return bufnr
+      end
+    end
+  end
+end
+
+--- `count` lines of `uri` from line `first`: the editor's copy when the file is loaded, else the
+--- file on disk (file: URIs only).
+---@param uri string
+---@param first integer
+---@param count integer
+---@return string[]?
+function M.read(uri, first, count)
+  local bufnr = M.loaded_buffer(uri)
+  if bufnr then
+    local lines = api.nvim_buf_get_lines(bufnr, first, first + count, false)
+    return #lines > 0 and lines or nil
+  end
+  if not uri:match("^file:") then
+    return nil
+  end
+  return M.read_file(vim.uri_to_fname(uri), first, count)
+end
+
+--- The text an answer carries: at most MAX_LINES lines, then at most MAX_CHARS characters
+--- (code points, as the server counts them).
+---@param lines string[]
+---@return string
+function M.cut(lines)
+  local text = table.concat(lines, "\n", 1, math.min(#lines, M.MAX_LINES))
+  local chars = 0
+  for i = 1, #text do
+    local byte = text:byte(i)
+    if byte < 0x80 or byte >= 0xC0 then -- not a continuation byte: a character starts here
+      chars = chars + 1
+      if chars > M.MAX_CHARS then
+        return text:sub(1, i - 1)
+      end
+    end
+  end
+  return text
+end
+
+-- -- one answer -----------------------------------------------------------------------------
+
+local function is_position(value)
+  return type(value) == "table" and type(value.line) == "number"
+    and type(value.character) == "number" and value.line >= 0 and value.character >= 0
+    and value.line == math.floor(value.line)
+end
+
+--- The first location of a textDocument/definition result (Location, Location[] or
+--- LocationLink[]): its uri and range, or nil.
+---@param result any
+---@return string?, table?
+function M.first_location(result)
+  if type(result) ~= "table" then
+    return nil
+  end
+  local location = result
+  if result.uri == nil and result.targetUri == nil then
+    location = result[1]
+  end
+  if type(location) ~= "table" then
+    return nil
+  end
+  local uri = location.targetUri or location.uri
+  local range = location.targetSelectionRange or location.targetRange or location.range
+  if type(uri) ~= "string" or uri == "" or type(range) ~= "table"
+      or not is_position(range.start) or not is_position(range["end"]) then
+    return nil
+  end
+  return uri, range
+end
+
+--- An entry of the answer for a textDocument/definition result from a server using position
+--- encoding `from`, in lsp-infer's encoding `to`; nil when it has no readable location.
+---@param result any
+---@param from string
+---@param to string
+---@return table?
+function M.entry(result, from, to)
+  local uri, range = M.first_location(result)
+  if not uri or not range then
+    return nil
+  end
+  local first = range.start.line
+  local lines = M.read(uri, first, M.MAX_LINES)
+  if not lines or #lines == 0 then
+    return nil
+  end
+  local start_line, finish = lines[1], range["end"]
+  local end_line = finish.line >= first and lines[finish.line - first + 1] or nil
+  return {
+    uri = uri,
+    range = {
+      start = { line = first, character = M.convert(start_line, range.start.character, from, to) },
+      ["end"] = {
+        line = finish.line,
+        character = end_line and M.convert(end_line, finish.character, from, to)
+          or finish.character,
+      },
+    },
+    text = M.cut(lines),
+  }
+end
+
+--- The clients that can be asked for `bufnr`'s definitions: attached, not lsp-infer, with a
+--- definition provider.
+---@param bufnr integer
+---@param except integer lsp-infer's client id
+---@return vim.lsp.Client[]
+function M.other_clients(bufnr, except)
+  local out = {}
+  for _, client in ipairs(vim.lsp.get_clients({ bufnr = bufnr })) do
+    if client.id ~= except and client.name ~= util.name then
+      local ok, supported
+      if has_011 then
+        ok, supported = pcall(client.supports_method, client, M.DEFINITION, bufnr)
+      else
+        ok, supported = pcall(client.supports_method, M.DEFINITION, { bufnr = bufnr })
+      end
+      if ok and supported then
+        table.insert(out, client)
+      end
+    end
+  end
+  return out
+end
+
+--- The buffer attached to client `client_id` that shows `uri`.
+local function attached_buffer(client_id, uri)
+  for _, bufnr in ipairs(vim.lsp.get_buffers_by_client_id(client_id)) do
+    if api.nvim_buf_is_loaded(bufnr) and vim.uri_from_bufnr(bufnr) == uri then
+      return bufnr
+    end
+  end
+end
+
+local function nulls(count)
+  local out = {}
+  for i = 1, count do
+    out[i] = vim.NIL
+  end
+  return out
+end
+
+--- Ask the other clients for each position of `params` (an lspInfer/definitions request from
+--- client `client_id`) and call `done(definitions)` once: every position answered or given
+--- up, or after `timeout_ms` with what is in by then (the requests still out are cancelled).
+--- `done` may be called before this returns (nothing to ask).
+---@param params any
+---@param client_id integer
+---@param timeout_ms integer
+---@param done fun(definitions: any[])
+function M.resolve(params, client_id, timeout_ms, done)
+  local positions = type(params) == "table" and type(params.positions) == "table"
+    and params.positions or {}
+  local count = #positions
+  local answers = nulls(count)
+  local finished, timer = false, nil
+  local outstanding = {} ---@type table<string, {client: vim.lsp.Client, id: integer}>
+  local left = {} ---@type table<integer, integer> requests out per position
+
+  local function finish()
+    if finished then
+      return
+    end
+    finished = true
+    if timer then
+      timer:stop()
+      if not timer:is_closing() then
+        timer:close()
+      end
+    end
+    for _, request in pairs(outstanding) do
+      pcall(util.cancel, request.client, request.id)
+    end
+    done(answers)
+  end
+
+  local function settled()
+    for i = 1, count do
+      if answers[i] == vim.NIL and (left[i] or 0) > 0 then
+        return false
+      end
+    end
+    return true
+  end
+
+  local uri = type(params) == "table" and type(params.textDocument) == "table"
+    and params.textDocument.uri
+  local infer = vim.lsp.get_client_by_id(client_id)
+  local bufnr = infer and type(uri) == "string" and attached_buffer(client_id, uri)
+  if not infer or not bufnr then
+    return finish()
+  end
+  local others = M.other_clients(bufnr, client_id)
+  local encoding = infer.offset_encoding or "utf-16"
+
+  for i = 1, math.min(count, M.MAX_POSITIONS) do
+    local position = positions[i]
+    local line = is_position(position)
+      and api.nvim_buf_get_lines(bufnr, position.line, position.line + 1, false)[1]
+    if line then
+      local col = M.byte_col(line, position.character, encoding)
+      for _, client in ipairs(others) do
+        if finished then
+          return
+        end
+        local key, replied = nil, false
+        local request = {
+          textDocument = { uri = uri },
+          position = { line = position.line,
+            character = M.character(line, col, client.offset_encoding or "utf-16") },
+        }
+        -- Counted before it is sent: an in-process server may answer inside the call.
+        left[i] = (left[i] or 0) + 1
+        local called, sent, id = pcall(util.request, client, M.DEFINITION, request,
+          function(err, result)
+            if replied then
+              return
+            end
+            replied = true
+            if key then
+              outstanding[key] = nil
+            end
+            left[i] = left[i] - 1
+            if finished then
+              return
+            end
+            if err == nil and answers[i] == vim.NIL then
+              local read, entry = pcall(M.entry, result, client.offset_encoding or "utf-16",
+                encoding)
+              if read and entry then
+                answers[i] = entry
+              end
+            end
+            if settled() then
+              finish()
+            end
+          end, bufnr)
+        if not (called and sent) then
+          if not replied then
+            replied = true
+            left[i] = left[i] - 1
+          end
+        elseif type(id) == "number" and not replied then
+          key = ("%d:%d"):format(client.id, id)
+          outstanding[key] = { client = client, id = id }
+        end
+      end
+    end
+  end
+  if settled() then
+    return finish()
+  end
+  timer = (vim.uv or vim.loop).new_timer()
+  timer:start(math.max(timeout_ms, 0), 0, vim.schedule_wrap(finish))
+end
+
+--- The handler of lspInfer/definitions (the client config's `handlers`).
+---@param params any
+---@param ctx {client_id: integer}
+---@return table
+function M.handler(_, params, ctx)
+  local positions = type(params) == "table" and type(params.positions) == "table"
+    and params.positions or {}
+  if config.options.definitions == false or #positions == 0 then
+    return { definitions = {} }
+  end
+  local timeout = tonumber(config.options.definitions_timeout_ms) or 1000
+  local co = coroutine.running()
+  local yieldable = co ~= nil and coroutine.isyieldable ~= nil and coroutine.isyieldable()
+  local answer, waiting = nil, false
+  local function done(definitions)
+    if answer then
+      return
+    end
+    answer = definitions
+    if waiting then
+      vim.schedule(function()
+        local ok, why = coroutine.resume(co)
+        if not ok then
+          require("vim.lsp.log").error("lsp-infer: lspInfer/definitions: " .. tostring(why))
+        end
+      end)
+    end
+  end
+  local ok = pcall(M.resolve, params, ctx and ctx.client_id or -1, timeout, done)
+  if not ok then
+    done(nulls(#positions))
+  end
+  if not answer then
+    if yieldable then
+      waiting = true
+      coroutine.yield()
+    else
+      vim.wait(timeout + 200, function()
+        return answer ~= nil
+      end, 10)
+    end
+  end
+  return { definitions = answer or nulls(#positions) }
+end
+
+return M
