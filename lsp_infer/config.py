@@ -129,6 +129,13 @@ class ExtraContextSettings:
     # The pick of other files' code is refreshed (and its prompt evaluated) after the user
     # has paused this long, never while typing.
     idle_ms: int = _bounded(1000, 100, 60_000)
+    # Ask the editor's own language servers where the names near the cursor are defined
+    # (lspInfer/definitions, local/definitions.py), in that pause; their signatures and
+    # docstrings come first in the extra context. Only a client that announces it is asked.
+    definitions: bool = True
+    # How long the pause's pick waits for the editor's answer; it goes on without it after
+    # this, and a late answer is kept for the next pick.
+    definitions_ms: int = _bounded(100, 0, 5000)
 
 
 @dataclass(kw_only=True)

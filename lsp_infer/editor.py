@@ -25,6 +25,20 @@ class Replacement:
     new_text: str
 
 
+@dataclass(frozen=True)
+class Definition:
+    """Where the editor's language server says a name is defined, and the target's text
+    from that line on (docs/protocol.md, ``lspInfer/definitions``)."""
+
+    uri: str
+    line: int
+    text: str
+
+
+class EditorRequestFailed(Exception):
+    """A request to the editor got an error, or an answer that makes no sense."""
+
+
 class EditNotApplied(Exception):
     """The editor did not apply an edit; the message says why."""
 
@@ -65,6 +79,16 @@ class Editor(Protocol):
 
     async def progress(self, title: str, message: str, *, cancellable: bool = False) -> Progress:
         """A progress the editor shows until ``end`` (a NoProgress if it shows none)."""
+
+    def definitions_supported(self) -> bool:
+        """Whether the editor announced ``lspInfer/definitions``."""
+
+    async def definitions(
+        self, uri: str, text: str, offsets: Sequence[int]
+    ) -> list[Definition | None]:
+        """Where the names at these ``offsets`` of ``text`` (the document ``uri``) are
+        defined, one entry per offset (None: the editor found nothing).
+        EditorRequestFailed on an error or an answer that cannot be read."""
 
     async def apply_edit(
         self,

@@ -60,7 +60,7 @@ def _blank(line: str) -> bool:
     return not line.strip()
 
 
-def _depth_change(line: str) -> int:
+def depth_change(line: str) -> int:
     """Brackets opened minus closed on a line (strings and comments not told apart: this
     only decides how far a header's continuation goes, and it is capped)."""
     return sum(line.count(c) for c in _OPENING) - sum(line.count(c) for c in _CLOSING)
@@ -89,12 +89,12 @@ def enclosing_headers(lines: list[str], cursor_indent: int) -> list[list[list[in
 
 def _header_parts(lines: list[str], opener: int, limit: int) -> list[list[int]]:
     """The parts of the header that opens at ``opener`` (no line at or past ``limit``)."""
-    end, depth = opener, _depth_change(lines[opener])
+    end, depth = opener, depth_change(lines[opener])
     while depth > 0 and end + 1 < limit and end - opener < HEADER_LINES:
         end += 1
-        depth += _depth_change(lines[end])
+        depth += depth_change(lines[end])
     parts = [list(range(opener, end + 1))]
-    parts.extend([index] for index in _body_doc(lines, end + 1, limit))
+    parts.extend([index] for index in body_doc(lines, end + 1, limit))
     indent, above = _indent(lines[opener]), opener - 1
     while above >= 0 and opener - above <= HEADER_LINES and not _blank(lines[above]):
         stripped = lines[above].lstrip()
@@ -105,7 +105,7 @@ def _header_parts(lines: list[str], opener: int, limit: int) -> list[list[int]]:
     return parts
 
 
-def _body_doc(lines: list[str], start: int, limit: int) -> list[int]:
+def body_doc(lines: list[str], start: int, limit: int) -> list[int]:
     """The docstring, or the run of comment lines, that opens a block's body at ``start``."""
     if start >= limit:
         return []

@@ -245,6 +245,8 @@ class DocumentState:
     # the evaluation carries on at the next pause.
     candidate: tuple[Extra, Flight] | None = None
     idle: asyncio.TimerHandle | None = None  # the pick's refresh after a pause
+    # That refresh asking the editor for definitions first (at most context.definitionsMs).
+    preparing: asyncio.Future[None] | None = None
     # Requests and edits, to see whether a newer one came during a debounce.
     activity: int = 0
     last_edit: float = 0.0  # monotonic time of the last edit
@@ -256,6 +258,9 @@ class DocumentState:
         if self.idle is not None:
             self.idle.cancel()
             self.idle = None
+        if self.preparing is not None:
+            self.preparing.cancel()  # stops the wait only: the editor's answer is still kept
+            self.preparing = None
 
     def promote(self) -> None:
         """The candidate pick's prompt is in the KV cache: requests use it from now on."""
@@ -339,6 +344,12 @@ class ExtraContextSource(Protocol):
     the chunk ring)."""
 
     def pick(self, uri: str, text: str, offset: int, budget_tokens: int) -> Extra: ...
+
+    async def prepare(
+        self, uri: str, text: str, offset: int, settings: ExtraContextSettings
+    ) -> None:
+        """Before a pause's pick: fetch what the pick needs from elsewhere (the editor's
+        definitions), within the settings' budget; never raises."""
 
     def path(self, uri: str) -> str: ...
 
@@ -523,7 +534,18 @@ class Completions:
                 return
             self._evaluate_new_pick(uri, text, offset, tuning)
 
-        document.idle = loop.call_later(pause, refresh)
+        async def prepare_then_refresh() -> None:
+            assert self.extra_source is not None and tuning.extra_context is not None
+            await self.extra_source.prepare(uri, text, offset, tuning.extra_context)
+            document.preparing = None
+            refresh()
+
+        def start() -> None:
+            document.idle = None
+            # A keystroke during the wait cancels it (cancel_idle), as it does the timer.
+            document.preparing = asyncio.ensure_future(prepare_then_refresh())
+
+        document.idle = loop.call_later(pause, start)
 
     def _evaluate_new_pick(self, uri: str, text: str, offset: int, tuning: Tuning) -> None:
         """Pick the extra context; if it differs from the pinned one, evaluate it in the

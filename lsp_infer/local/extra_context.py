@@ -24,6 +24,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from lsp_infer.config import ExtraContextSettings
+from lsp_infer.editor import Editor
+from lsp_infer.local.definitions import DefinitionChunk, EditorDefinitions
 from lsp_infer.session import Session
 from lsp_infer.text import TYPICAL_CHARS_PER_TOKEN
 
@@ -295,17 +298,20 @@ def select(
     open_documents: Iterable[OpenDocument],
     budget_chars: int,
     excluded: Callable[[str], bool],
+    definitions: Iterable[Chunk] = (),
 ) -> tuple[Chunk, ...]:
     """The extra chunks for a prompt, most useful last (nearest the code), within budget.
 
-    Priority: for ``module.name`` near the cursor, its definition in that module; the
-    outlines of those modules, then of the modules the file imports; definitions of other
-    names used near the cursor; the ring's recent chunks; the heads of other documents.
-    Nothing from an excluded document; nothing from the current document (its own window is
-    already in the prompt).
+    Priority: the definitions the editor's language servers found for the names near the
+    cursor (``definitions``, nearest first: local/definitions.py); for ``module.name`` near
+    the cursor, its definition in that module; the outlines of those modules, then of the
+    modules the file imports; definitions of other names used near the cursor; the ring's
+    recent chunks; the heads of other documents. Nothing from an excluded document; nothing
+    from the current document (its own window is already in the prompt).
     """
     documents = [d for d in open_documents if d.uri != current_uri and not excluded(d.uri)]
-    candidates = _module_chunks(current_text, offset, documents, budget_chars)
+    candidates = [c for c in definitions if c.uri != current_uri and not excluded(c.uri)]
+    candidates += _module_chunks(current_text, offset, documents, budget_chars)
     candidates += _definitions_near(current_text, offset, documents)
     candidates += [c for c in reversed(list(ring)) if c.uri != current_uri and not excluded(c.uri)]
     candidates += [_head(d) for d in documents]
@@ -372,10 +378,12 @@ class ExtraContext:
     """The server's source of extra context: the chunk ring fed by document events, and the
     session's open documents. Implements completions.ExtraContextSource."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, editor: Editor | None = None) -> None:
         self.ring = ChunkRing()
         self._last_region: dict[str, int] = {}
         self._session = session
+        self.definitions = EditorDefinitions(editor, self._excluded)
+        self.use_definitions = True  # context.definitions
 
     def _excluded(self, uri: str) -> bool:
         return self._session.policy().excluded(uri)
@@ -389,6 +397,7 @@ class ExtraContext:
     def note(self, uri: str, text: str, line: int) -> None:
         """A region the user opened, edited, saved or visited. Cheap to call per keystroke:
         the chunk is only cut when the edits move to another region of the file."""
+        self.definitions.changed(uri)
         region = line // (CHUNK_LINES // 2)
         if self._last_region.get(uri) == region or self._excluded(uri):
             return
@@ -399,9 +408,11 @@ class ExtraContext:
         """The document closed: its chunks stay in the ring (recently seen code is still worth
         showing the model), only the per-document bookkeeping goes."""
         self._last_region.pop(uri, None)
+        self.definitions.closed(uri)
 
     def saved(self, uri: str, text: str) -> None:
         """A save: the region last edited is worth keeping as it is now."""
+        self.definitions.changed(uri)
         region = self._last_region.get(uri)
         if region is not None and not self._excluded(uri):
             line = region * (CHUNK_LINES // 2)
@@ -412,8 +423,25 @@ class ExtraContext:
     ) -> tuple[tuple[str, str], ...]:
         budget_chars = budget_tokens * TYPICAL_CHARS_PER_TOKEN
         documents = self._open_documents()
-        chunks = select(uri, text, offset, self.ring, documents, budget_chars, self._excluded)
+        found = self.definitions.chunks(uri, text, offset) if self.use_definitions else []
+        definitions = [self._definition_chunk(c) for c in found]
+        chunks = select(uri, text, offset, self.ring, documents, budget_chars, self._excluded,
+                        definitions)  # fmt: skip
+        places = {(c.uri, c.start_line) for c in definitions}
+        used = [(c.uri, c.start_line) for c in chunks if (c.uri, c.start_line) in places]
+        self.definitions.note_used(uri, used)
         return tuple((chunk.path, chunk.text) for chunk in chunks)
+
+    def _definition_chunk(self, found: DefinitionChunk) -> Chunk:
+        return Chunk(found.uri, self.path(found.uri), found.line, found.text)
+
+    async def prepare(
+        self, uri: str, text: str, offset: int, settings: ExtraContextSettings
+    ) -> None:
+        """Before a pick in a pause: ask the editor for the definitions near ``offset``
+        (at most ``settings.definitions_ms``; a late answer serves the next pick)."""
+        if settings.definitions and settings.definitions_ms > 0:
+            await self.definitions.refresh(uri, text, offset, settings.definitions_ms)
 
     def path(self, uri: str) -> str:
         return self._session.relative_path(uri)

@@ -28,7 +28,7 @@ class LocalTier:
         self._editor = editor
         self.lane = ModelLane()
         self.backend = LlamaCppBackend(self.lane)
-        self.extra_context = ExtraContext(session)
+        self.extra_context = ExtraContext(session, editor)
         self.completions = Completions(
             CompletionEngine(self.backend), self.lane, self.extra_context
         )
@@ -48,6 +48,7 @@ class LocalTier:
         # The model's settings are part of every cache key: the same settings, the same model.
         model_key = dataclasses.astuple(settings.model)
         self.tuning = Tuning(settings.completion, model_key, settings.context)
+        self.extra_context.use_definitions = settings.context.definitions
         if settings.model != self._requested_model:
             self._requested_model = settings.model
             self._start_load(settings.model)
@@ -117,6 +118,8 @@ class LocalTier:
         self.completions.document_changed(uri, text)
         if line is not None:
             self.extra_context.note(uri, text, line)
+        else:  # a whole-text change: definitions read from this file are stale
+            self.extra_context.definitions.changed(uri)
 
     def saved(self, uri: str, text: str) -> None:
         self.extra_context.saved(uri, text)
@@ -144,6 +147,7 @@ class LocalTier:
 
     def shutdown(self) -> None:
         self.completions.shutdown()
+        self.extra_context.definitions.shutdown()
         self.lane.shutdown()
 
     # -- stats --------------------------------------------------------------------------
@@ -153,6 +157,8 @@ class LocalTier:
         stats = self.completions.stats.as_json(queue_depth=self.lane.pending)
         loaded = self.backend.loaded
         stats.update(self.backend.stats_json())
+        definitions = self.extra_context.definitions
+        stats["definitions"] = definitions.stats.as_json(definitions.supported)
         stats["compute"] = {
             "backend": loaded.compute if loaded else None,
             "devices": [d.name for d in loaded.devices] if loaded else [],

@@ -10,7 +10,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from lsp_infer.documents import TextChange
-from lsp_infer.editor import Replacement
+from lsp_infer.editor import Definition, EditorRequestFailed, Replacement
 from lsp_infer.positions import ENCODINGS, Encoding, line_starts, position_at
 from lsp_infer.team.refactor_batches import RefactorOffer
 
@@ -29,6 +29,12 @@ DID_PARTIALLY_ACCEPT_SUGGESTION = "lspInfer/didPartiallyAcceptSuggestion"
 DID_DISMISS_SUGGESTION = "lspInfer/didDismissSuggestion"
 # Notification from the editor: the cursor rests here, {"textDocument": {"uri"}, "position"}.
 WARM_METHOD = "lspInfer/warm"
+# Request to the editor, only if it announced experimental.lspInfer.definitions: where the
+# names at these positions are defined (docs/protocol.md).
+DEFINITIONS_METHOD = "lspInfer/definitions"
+# What is kept of the text the editor sends for one definition (it may send more).
+DEFINITION_TEXT_LINES = 60
+DEFINITION_TEXT_CHARS = 8000
 
 
 def encoding_from(kind: str | types.PositionEncodingKind | None) -> Encoding:
@@ -206,3 +212,57 @@ def warm_target(params: Any) -> tuple[str, int, int] | None:
             return None
     assert isinstance(line, int) and isinstance(character, int)
     return uri, line, character
+
+
+def announces_definitions(experimental: Any) -> bool:
+    """Whether the client's ``capabilities.experimental`` announces lspInfer/definitions."""
+    if not isinstance(experimental, dict):
+        return False
+    ours = experimental.get("lspInfer")
+    return isinstance(ours, dict) and ours.get("definitions") is True
+
+
+def definitions_params(uri: str, text: str, offsets: Sequence[int], encoding: Encoding) -> Any:
+    starts = line_starts(text)
+    positions = []
+    for offset in offsets:
+        line, character = position_at(text, offset, encoding, starts=starts)
+        positions.append({"line": line, "character": character})
+    return {"textDocument": {"uri": uri}, "positions": positions}
+
+
+def definitions_result(result: Any, count: int) -> list[Definition | None]:
+    """The editor's answer, one entry per position asked (None where it found nothing or an
+    entry cannot be read). EditorRequestFailed when the answer as a whole is not one."""
+    result = _plain(result)
+    if result is None:
+        return [None] * count
+    entries = result.get("definitions") if isinstance(result, dict) else None
+    if not isinstance(entries, list):
+        raise EditorRequestFailed(f"not a definitions result: {str(result)[:200]!r}")
+    found = [_definition(entry) for entry in entries[:count]]
+    return found + [None] * (count - len(found))
+
+
+def _plain(value: Any) -> Any:
+    """A result as JSON types: pygls hands the result of a method it has no type for as
+    named tuples (``Object``)."""
+    if hasattr(value, "_asdict"):
+        return {key: _plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _definition(entry: Any) -> Definition | None:
+    if not isinstance(entry, dict):
+        return None
+    uri, text, where = entry.get("uri"), entry.get("text"), entry.get("range")
+    start = where.get("start") if isinstance(where, dict) else None
+    line = start.get("line") if isinstance(start, dict) else None
+    if not isinstance(uri, str) or not isinstance(text, str) or not isinstance(line, int):
+        return None
+    if line < 0 or isinstance(line, bool):
+        return None
+    lines = text[:DEFINITION_TEXT_CHARS].split("\n")[:DEFINITION_TEXT_LINES]
+    return Definition(uri, line, "\n".join(lines))

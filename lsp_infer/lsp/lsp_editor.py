@@ -13,8 +13,24 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.progress import Progress as ProgressTracker
 
-from lsp_infer.editor import EditNotApplied, Level, ModelState, NoProgress, Progress, Replacement
-from lsp_infer.lsp.convert import STATUS_METHOD, workspace_edit
+from lsp_infer.editor import (
+    Definition,
+    EditNotApplied,
+    EditorRequestFailed,
+    Level,
+    ModelState,
+    NoProgress,
+    Progress,
+    Replacement,
+)
+from lsp_infer.lsp.convert import (
+    DEFINITIONS_METHOD,
+    STATUS_METHOD,
+    announces_definitions,
+    definitions_params,
+    definitions_result,
+    workspace_edit,
+)
 from lsp_infer.session import Session
 
 log = logging.getLogger(__name__)
@@ -92,6 +108,22 @@ class LspEditor:
         """window/workDoneProgress/cancel: the user pressed cancel."""
         if (event := self._cancel_events.get(token)) is not None:
             event.set()
+
+    def definitions_supported(self) -> bool:
+        capabilities = self._server.client_capabilities
+        return self.initialized.is_set() and announces_definitions(
+            capabilities.experimental if capabilities else None
+        )
+
+    async def definitions(
+        self, uri: str, text: str, offsets: Sequence[int]
+    ) -> list[Definition | None]:
+        params = definitions_params(uri, text, offsets, self._session.encoding)
+        try:
+            result = await self._server.protocol.send_request_async(DEFINITIONS_METHOD, params)
+        except Exception as exc:  # an error answer, a closed transport: the pick goes on
+            raise EditorRequestFailed(f"the editor answered an error ({exc})") from None
+        return definitions_result(result, len(offsets))
 
     async def apply_edit(
         self,

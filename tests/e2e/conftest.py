@@ -65,11 +65,13 @@ async def initialize(
     inline: bool = True,
     workspace: Path | None = None,
     extra_context: bool = False,
+    definitions: bool = False,
 ) -> types.InitializeResult:
     """Initialize like an editor would; ``configuration`` answers workspace/configuration.
 
     Extra context (other open documents in the prompt) is off unless a test asks for it: the
-    tests here open many small look-alike files, which would be each other's context."""
+    tests here open many small look-alike files, which would be each other's context.
+    ``definitions``: announce lspInfer/definitions (the test answers it)."""
     if options is None or isinstance(options, dict):
         options = {"context": {"enabled": extra_context}, **(options or {})}
     general = (
@@ -87,6 +89,8 @@ async def initialize(
             inline_completion=types.InlineCompletionClientCapabilities() if inline else None,
             synchronization=types.TextDocumentSyncClientCapabilities(),
         ),
+        # lspInfer/definitions: the client answers it (docs/protocol.md).
+        experimental={"lspInfer": {"definitions": True}} if definitions else None,
     )
     if configuration is not None:
         client.set_configuration(configuration, section="lspInfer")

@@ -232,8 +232,11 @@ async def test_debounce_drops_a_request_overtaken_by_the_next_keystroke() -> Non
 class CountingContext:
     """Extra context that says how often it was picked."""
 
-    def __init__(self) -> None:
+    def __init__(self, prepare_seconds: float = 0.0) -> None:
         self.picks = 0
+        self.prepares = 0
+        self.prepared = 0  # prepares that ran to their end
+        self.prepare_seconds = prepare_seconds
 
     def pick(
         self, uri: str, text: str, offset: int, budget_tokens: int
@@ -241,16 +244,23 @@ class CountingContext:
         self.picks += 1
         return (("other.py", "def helper(): ..."),)
 
+    async def prepare(
+        self, uri: str, text: str, offset: int, settings: ExtraContextSettings
+    ) -> None:
+        self.prepares += 1
+        await asyncio.sleep(self.prepare_seconds)
+        self.prepared += 1
+
     def path(self, uri: str) -> str:
         return uri
 
 
 def make_with_context(
-    char_seconds: float = 0.005, prompt_seconds: float = 0.0
+    char_seconds: float = 0.005, prompt_seconds: float = 0.0, prepare_seconds: float = 0.0
 ) -> tuple[Completions, ScriptedBackend, CountingContext]:
     lane = ModelLane()
     backend = ScriptedBackend(lane, add_script, char_seconds, prompt_seconds)
-    context = CountingContext()
+    context = CountingContext(prepare_seconds)
     return Completions(CompletionEngine(backend), lane, context), backend, context
 
 
@@ -300,6 +310,25 @@ async def test_extra_context_is_picked_at_a_pause_never_while_typing() -> None:
     assert completions.stats.context_refreshes == 1 and len(backend.jobs) == runs + 1
     # A request the user makes picks at once.
     await completions.suggest("v", DOC, CURSOR, Tuning(SETTINGS, "m", extra), explicit=True)
+    assert backend.extras[-1] == (("other.py", "def helper(): ..."),)
+
+
+async def test_the_pause_asks_for_definitions_before_the_pick_and_a_keystroke_stops_it() -> None:
+    # The pick after a pause comes after prepare (the editor's definitions), which takes
+    # 200 ms here; a keystroke during it abandons that pick, as one during the pause does.
+    completions, backend, context = make_with_context(prepare_seconds=0.2)
+    extra = ExtraContextSettings(idle_ms=100)
+    assert await completions.suggest("u", DOC, CURSOR, Tuning(SETTINGS, "m", extra))
+    await asyncio.sleep(0.2)  # the pause is over: preparing, not picked yet
+    assert context.prepares == 1 and context.prepared == 0 and context.picks == 0
+    text, offset = typed(DOC, CURSOR, "a")
+    completions.document_changed("u", text)
+    await asyncio.sleep(0.3)
+    assert context.prepared == 0 and context.picks == 0
+    # The next pause prepares again, then picks.
+    assert await completions.suggest("u", text, offset, Tuning(SETTINGS, "m", extra))
+    await asyncio.sleep(0.5)
+    assert context.prepares == 2 and context.prepared == 1 and context.picks == 1
     assert backend.extras[-1] == (("other.py", "def helper(): ..."),)
 
 
