@@ -20,6 +20,13 @@
 //                `def sub(a, b):`, Ctrl+Right (VS Code's Accept Next Word, which the extension
 //                wraps) takes the first word of the ghost text, and the server counts it as a
 //                partly accepted suggestion.
+//   definitions  where names are defined, from VS Code's built-in TypeScript support: a workspace
+//                of geometry.ts (exports `distance`) and main.ts (imports and calls it); only
+//                main.ts is opened. Once TypeScript resolves the import (its hover over
+//                `distance` in main.ts), typing a call of it and pausing makes the server ask
+//                the editor (lspInfer/definitions); lspInfer/stats, logged to the output
+//                channel, counts at least one request and one definition answered, the stats
+//                view shows its definitions table, and geometry.ts was never opened.
 //   bad-command  lspInfer.server.command points at a file that does not exist: the status bar
 //                item turns to its error state and says why, an error notification says the
 //                server was not found, and the output channel has the same error.
@@ -418,6 +425,7 @@ class VSCode {
                   chart: document.querySelector('svg.chart') !== null,
                   bars: document.querySelectorAll('svg.bars').length,
                   figures: [...document.querySelectorAll('table.figures tr')].map((row) => row.textContent),
+                  definitions: [...document.querySelectorAll('table.definitions tr')].map((row) => row.textContent),
                 }
               : undefined;
           })
@@ -767,6 +775,122 @@ async function completionScenario(puppeteer) {
   }
 }
 
+const GEOMETRY_TS = `export interface Point {
+  x: number;
+  y: number;
+}
+
+/**
+ * The Euclidean distance between two points.
+ */
+export function distance(a: Point, b: Point): number {
+  return Math.hypot(a.x - b.x, a.y - b.y);
+}
+`;
+
+const MAIN_TS = `import { distance, Point } from './geometry';
+
+const origin: Point = { x: 0, y: 0 };
+
+export function farthest(points: Point[]): number {
+  let best = 0;
+  for (const p of points) {
+    best = Math.max(best, distance(origin, p));
+  }
+  return best;
+}
+`;
+
+/** Typed at the end of main.ts: a call of distance (defined in geometry.ts, never opened). */
+const MAIN_TYPED = '\nexport function total(points: Point[]): number {\n  return points.reduce((sum, p) => sum + distance(origin, p), 0);\n';
+
+async function definitionsScenario(puppeteer) {
+  const vscode = new VSCode('definitions', baseSettings({ 'lspInfer.server.command': [SERVER, 'serve'] }));
+  current = vscode;
+  try {
+    await vscode.start(puppeteer);
+    fs.writeFileSync(path.join(vscode.workspace, 'geometry.ts'), GEOMETRY_TS);
+    fs.writeFileSync(path.join(vscode.workspace, 'main.ts'), MAIN_TS);
+    fs.writeFileSync(path.join(vscode.workspace, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, target: 'ES2022' } }, null, 2));
+    const typescript = path.join(CODE_SERVER, '..', '..', '..', 'lib', 'vscode', 'extensions', 'typescript-language-features', 'package.json');
+    check(fs.existsSync(typescript), `VS Code's built-in TypeScript support is not in code-server: no ${typescript}`);
+
+    await waitFor('the status bar item to show ready (the model is loaded)', T_MODEL_READY, async () => {
+      const item = await vscode.statusItem();
+      if (item && item.icons.includes('codicon-error')) {
+        throw new CheckFailed(`the status bar item shows an error: ${JSON.stringify(item)}`);
+      }
+      return item && item.icons.includes('codicon-sparkle') && /Ready: /.test(item.ariaLabel) ? item : undefined;
+    }, 500);
+    log('definitions: the model is ready');
+
+    await vscode.openFile('main.ts');
+    await vscode.page.click('.editor-group-container.active .monaco-editor .view-lines');
+    // TypeScript is up and resolves the import: its hover over `distance` on the first line
+    // (Ctrl+K Ctrl+I), asked again until it comes (tsserver loads the project first).
+    const hover = await waitFor("TypeScript's hover over `distance` in main.ts (tsserver resolving the import)", T_MODEL_READY, async () => {
+      await vscode.page.keyboard.down('Control');
+      await vscode.page.keyboard.press('Home');
+      await vscode.page.keyboard.up('Control');
+      for (let i = 0; i < 12; i++) {
+        await vscode.page.keyboard.press('ArrowRight'); // import { dis|tance
+      }
+      await vscode.page.keyboard.down('Control');
+      await vscode.page.keyboard.press('KeyK');
+      await vscode.page.keyboard.press('KeyI');
+      await vscode.page.keyboard.up('Control');
+      const text = await waitFor('a hover', 5 * SECONDS, () =>
+        vscode.page.evaluate(() => {
+          const shown = [...document.querySelectorAll('.monaco-hover')].map((el) => el.textContent).find((t) => /distance/.test(t));
+          return shown;
+        }),
+      ).catch(() => undefined);
+      await vscode.page.keyboard.press('Escape');
+      return text && /distance\(a: Point, b: Point\): number/.test(text) ? text : undefined;
+    }, 3 * SECONDS);
+    log(`definitions: TypeScript's hover: ${JSON.stringify(hover)}`);
+
+    // Type a call of distance at the end of main.ts, then pause (context.idleMs): the server
+    // asks the editor where the names near the cursor are defined.
+    await vscode.page.keyboard.down('Control');
+    await vscode.page.keyboard.press('End');
+    await vscode.page.keyboard.up('Control');
+    await vscode.page.keyboard.type(MAIN_TYPED, { delay: 80 });
+    await vscode.page.keyboard.press('Escape'); // whatever ghost text: not taken
+    log(`definitions: typed ${JSON.stringify(MAIN_TYPED)}; pausing`);
+
+    let last;
+    for (let attempt = 1; ; attempt++) {
+      await sleep(5 * SECONDS);
+      last = await vscode.serverStats(`stats-definitions-${attempt}`);
+      const counted = Object.fromEntries(Object.entries(last.stats).filter(([key]) => key.startsWith('definitions.')));
+      log(`definitions: lspInfer/stats definitions (attempt ${attempt}): ${JSON.stringify(counted)}; view: ${JSON.stringify(last.view.definitions)}`);
+      check(last.stats['definitions.supported'] !== undefined, `lspInfer/stats has no definitions object (a server without lspInfer/definitions?): ${JSON.stringify(counted)}`);
+      if (last.stats['definitions.answered'] >= 1 || attempt >= 6) {
+        break;
+      }
+    }
+    const counted = Object.fromEntries(Object.entries(last.stats).filter(([key]) => key.startsWith('definitions.')));
+    check(last.stats['definitions.supported'] === 'yes', `the server does not see the extension's lspInfer/definitions capability: ${JSON.stringify(counted)}`);
+    check(last.stats['definitions.requests'] >= 1, `the server sent no lspInfer/definitions request: ${JSON.stringify(counted)}`);
+    check(last.stats['definitions.answered'] >= 1, `no definition was answered: ${JSON.stringify(counted)}`);
+    check(last.view.definitions.length >= 1, `the stats view has no definitions table: ${JSON.stringify(last.view)}`);
+    const tabs = await vscode.page.evaluate(() => [...document.querySelectorAll('.tabs-container .tab')].map((tab) => tab.textContent.trim()));
+    log(`definitions: editor tabs: ${JSON.stringify(tabs)}`);
+    check(!tabs.some((tab) => tab.includes('geometry.ts')), `geometry.ts was opened in an editor: ${JSON.stringify(tabs)}`);
+    const channelFile = await vscode.collectLogs();
+    check(channelFile !== undefined, `no lsp-infer output channel log under ${vscode.userData}/logs`);
+    const channel = fs.readFileSync(channelFile, 'utf8');
+    check(!/\[error\]/.test(channel), `the output channel has errors:\n${channel.split('\n').filter((l) => /\[error\]/.test(l)).join('\n')}`);
+    log('definitions: PASS');
+  } catch (error) {
+    await vscode.failed();
+    throw error;
+  } finally {
+    await vscode.stop();
+  }
+}
+
 async function badCommandScenario(puppeteer) {
   const missing = path.join(os.tmpdir(), 'lsp-infer-e2e-no-such-dir', 'lsp-infer');
   const vscode = new VSCode('bad-command', baseSettings({ 'lspInfer.server.command': [missing, 'serve'] }));
@@ -859,6 +983,7 @@ async function main() {
   const only = process.argv.slice(2);
   const scenarios = [
     ['completion', completionScenario],
+    ['definitions', definitionsScenario],
     ['bad-command', badCommandScenario],
   ].filter(([name]) => only.length === 0 || only.includes(name));
   const failures = [];

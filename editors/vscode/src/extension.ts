@@ -11,6 +11,8 @@ import * as path from 'path';
 import * as readline from 'readline';
 import * as vscode from 'vscode';
 import {
+  type CancellationToken,
+  type ClientCapabilities,
   CloseAction,
   type CloseHandlerResult,
   DidChangeConfigurationNotification,
@@ -23,6 +25,7 @@ import {
   RevealOutputChannelOn,
   type ServerOptions,
   State,
+  type StaticFeature,
 } from 'vscode-languageclient/node';
 import {
   COMMANDS,
@@ -36,6 +39,16 @@ import {
   toggleTarget,
   validateInstruction,
 } from './commands';
+import {
+  announceDefinitions,
+  answerBudgetMs,
+  answerDefinitions,
+  DEFINITIONS_METHOD,
+  type DefinitionsResult,
+  MAX_FILE_BYTES,
+  type TextLines,
+  textLines,
+} from './definitions';
 import { ACCEPT_SUGGESTION, type LifecycleMessage, type Offered, SuggestionTracker, suggestionId } from './lifecycle';
 import { redactingChannel } from './logging';
 import { RestartPolicy } from './restartPolicy';
@@ -88,6 +101,24 @@ class Client extends LanguageClient {
   override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
     super.error(message, data, showNotification === 'force' ? false : showNotification);
   }
+}
+
+/**
+ * Announces `lspInfer/definitions` in the initialize capabilities
+ * (`experimental.lspInfer.definitions`) when `lspInfer.context.definitions` is on at the start.
+ */
+class DefinitionsFeature implements StaticFeature {
+  constructor(private readonly enabled: () => boolean) {}
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    if (this.enabled()) {
+      announceDefinitions(capabilities);
+    }
+  }
+  getState(): { kind: 'static' } {
+    return { kind: 'static' };
+  }
+  initialize(): void {}
+  clear(): void {}
 }
 
 export interface ExtensionOptions {
@@ -150,6 +181,8 @@ export class Extension implements vscode.Disposable {
   private selectionBaseline: { uri: string; version: number } | undefined;
   /** The last lspInfer/warm sent (uri, version, line, character), so that none is sent twice. */
   private lastWarm: string | undefined;
+  /** Whether the current server was told (at initialize) that the extension answers lspInfer/definitions. */
+  private announcedDefinitions = false;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -210,6 +243,10 @@ export class Extension implements vscode.Disposable {
     return vscode.workspace.getConfiguration(SECTION).get<boolean>('completion.enabled', true) !== false;
   }
 
+  private definitionsEnabled(): boolean {
+    return vscode.workspace.getConfiguration(SECTION).get<boolean>('context.definitions', true) !== false;
+  }
+
   private async loadApiKey(): Promise<void> {
     try {
       this.apiKey = (await this.context.secrets.get(API_KEY_SECRET)) || undefined;
@@ -233,6 +270,10 @@ export class Extension implements vscode.Disposable {
 
   private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {
     const impact = changeImpact((section) => event.affectsConfiguration(section));
+    if (event.affectsConfiguration(`${SECTION}.context.definitions`) && this.definitionsEnabled() && !this.announcedDefinitions && this.client?.isRunning()) {
+      // The capability goes with initialize: this server was started without it.
+      this.output.info('lspInfer.context.definitions is on: the server asks for definitions from its next start (lsp-infer: Restart Server)');
+    }
     if (impact.enabled) {
       this.dispatch({ type: 'enabled', enabled: this.completionsEnabled() });
     }
@@ -318,6 +359,17 @@ export class Extension implements vscode.Disposable {
     // vscode-languageclient 9, enabled only by this call; built in from 10 on, where this
     // registers nothing. Kept so the extension works with either.
     client.registerProposedFeatures();
+    this.announcedDefinitions = false;
+    client.registerFeature(
+      new DefinitionsFeature(() => {
+        const enabled = this.definitionsEnabled();
+        if (generation === this.generation) {
+          this.announcedDefinitions = enabled;
+        }
+        return enabled;
+      }),
+    );
+    client.onRequest(DEFINITIONS_METHOD, (params: unknown, token: CancellationToken) => this.answerDefinitions(generation, params, token));
     client.onNotification(STATUS_NOTIFICATION, (params: { state?: unknown; message?: unknown } | undefined) => {
       if (generation === this.generation) {
         this.output.info(`Model ${String(params?.state)}: ${String(params?.message ?? '')}`);
@@ -729,6 +781,63 @@ export class Extension implements vscode.Disposable {
     client.sendNotification(WARM_NOTIFICATION, params).catch((error: unknown) => {
       this.output.debug(`Could not send ${WARM_NOTIFICATION}: ${errorMessage(error)}`);
     });
+  }
+
+  // -- lspInfer/definitions: where names near the cursor are defined ------------------------
+
+  /**
+   * The server asks where the names at these positions are defined: VS Code's definition
+   * providers (the language servers it runs) answer, and each target's text goes back. Within
+   * a time bound, and never an error: a failed position is null.
+   */
+  private async answerDefinitions(generation: number, params: unknown, token: CancellationToken): Promise<DefinitionsResult> {
+    try {
+      if (generation !== this.generation || this.disposed || !this.definitionsEnabled()) {
+        return { definitions: [] }; // an old server, or the user turned it off since the start
+      }
+      const started = Date.now();
+      const budgetMs = answerBudgetMs(vscode.workspace.getConfiguration(SECTION).get('context.definitionsMs'));
+      const result = await answerDefinitions<vscode.Uri>(
+        params,
+        {
+          // Positions are UTF-16 (the only encoding the client offers), as VS Code's are.
+          find: (uri, at) =>
+            vscode.commands.executeCommand<unknown>('vscode.executeDefinitionProvider', vscode.Uri.parse(uri), new vscode.Position(at.line, at.character)),
+          read: (uri) => this.readDefinitionTarget(uri),
+          schedule: (run, ms) => this.schedule(run, ms),
+        },
+        { budgetMs, token },
+      );
+      const found = result.definitions.filter((d) => d !== null).length;
+      this.output.debug(`${DEFINITIONS_METHOD}: ${found} of ${result.definitions.length} found in ${Date.now() - started} ms`);
+      return result;
+    } catch (error) {
+      this.output.debug(`${DEFINITIONS_METHOD}: ${errorMessage(error)}`);
+      return { definitions: [] };
+    }
+  }
+
+  /**
+   * A definition's document: the editor's copy when it is open; else a file is read from disk
+   * without opening it as a document (an opened document would be synced to the server as if
+   * the user had opened it), and a scheme the client does not sync through VS Code.
+   */
+  private async readDefinitionTarget(uri: vscode.Uri): Promise<TextLines> {
+    const key = uri.toString();
+    let document = vscode.workspace.textDocuments.find((open) => open.uri.toString() === key);
+    if (document === undefined && uri.scheme === 'file') {
+      const stat = await vscode.workspace.fs.stat(uri);
+      if (stat.size > MAX_FILE_BYTES) {
+        throw new Error(`${key} is larger than ${MAX_FILE_BYTES} bytes`);
+      }
+      return textLines(new TextDecoder().decode(await vscode.workspace.fs.readFile(uri)));
+    }
+    if (document === undefined && uri.scheme === 'untitled') {
+      throw new Error(`${key} is not open`); // a closed untitled editor: opening it would make a new one
+    }
+    document ??= await vscode.workspace.openTextDocument(uri);
+    const lines = document;
+    return { lineCount: lines.lineCount, line: (index) => lines.lineAt(index).text };
   }
 
   // -- the suggestion lifecycle -------------------------------------------------------------

@@ -258,6 +258,21 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     description: 'The pick of other files\' code is refreshed, and its prompt evaluated, after you pause this long (never while typing).',
   },
   {
+    key: 'context.definitions',
+    type: 'boolean',
+    default: true,
+    description:
+      'Ask the editor\'s language servers where names near the cursor are defined, and show those definitions to the model (a signature and its docs, from files you have not opened). The extension answers through VS Code\'s definition providers. Turned on while the server runs, it takes effect at the server\'s next start.',
+  },
+  {
+    key: 'context.definitionsMs',
+    type: 'integer',
+    default: 100,
+    minimum: 0,
+    maximum: 5000,
+    description: 'How long the server waits for the editor\'s answer in a pause, in milliseconds; a late answer is kept for the next pick.',
+  },
+  {
     key: 'team.url',
     type: 'string',
     default: '',

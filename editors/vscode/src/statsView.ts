@@ -187,6 +187,47 @@ export function figures(stats: unknown): [string, string][] {
   ];
 }
 
+/**
+ * `definitions` of a stats answer (lspInfer/definitions: where names near the cursor are
+ * defined, asked of the editor) as [label, value] pairs, or undefined from a server that has
+ * no such object (an older one).
+ */
+export function definitionFigures(stats: unknown): [string, string][] | undefined {
+  const d = object(stats).definitions;
+  if (typeof d !== 'object' || d === null || Array.isArray(d)) {
+    return undefined;
+  }
+  const defs = d as Json;
+  const ms = (value: unknown) => (number(value) === null ? '–' : formatMs(number(value)!));
+  const asked = number(defs.asked);
+  const answered = number(defs.answered);
+  const share = asked !== null && asked > 0 && answered !== null ? ` (${Math.round((100 * answered) / asked)} %)` : '';
+  return [
+    ['Supported by this editor', defs.supported === undefined ? '–' : formatValue(defs.supported)],
+    ['Requests to the editor', formatValue(defs.requests)],
+    ['Names asked', formatValue(defs.asked)],
+    ['Definitions found', `${formatValue(defs.answered)}${share}`],
+    ['Used in a prompt', formatValue(defs.used)],
+    ['Not answered in time', formatValue(defs.timedOut)],
+    ['Failed (error or malformed)', formatValue(defs.failed)],
+    ['Answer time p50 / p95', `${ms(defs.p50Ms)} / ${ms(defs.p95Ms)}`],
+  ];
+}
+
+/** The definitions section: its figures, or a note when the editor did not offer them. */
+function definitionsSection(stats: unknown): string {
+  const rows = definitionFigures(stats);
+  if (rows === undefined) {
+    return '';
+  }
+  const table = `<table class="definitions">${rows.map(([label, value]) => `<tr><td>${escapeHtml(label)}</td><td class="value">${escapeHtml(value)}</td></tr>`).join('')}</table>`;
+  const note =
+    object(object(stats).definitions).supported === false
+      ? '<p class="note">The server was started without the editor\'s definitions (lspInfer.context.definitions off at its start).</p>'
+      : '';
+  return `<h2>Definitions from the editor's language servers</h2>\n<p class="note">Where names near the cursor are defined, asked of VS Code in a pause (lspInfer/definitions), for the model's prompt.</p>\n${note}${table}\n`;
+}
+
 const STYLE = `
 body { font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 0 16px 16px; }
 h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.4em; } h3 { font-size: 0.95em; margin: 0.8em 0 0.2em; }
@@ -224,6 +265,6 @@ export function statsHtml(stats: unknown, options: { cspSource: string; when: Da
 ${latencyChart(latencyPoints(stats), options.timeLabel)}
 <h2>Acceptance rate</h2>
 ${sections}
-<details><summary>All counters</summary><table>${all}</table></details>
+${definitionsSection(stats)}<details><summary>All counters</summary><table>${all}</table></details>
 </body></html>`;
 }

@@ -758,3 +758,149 @@ describe('warming the prompt where the cursor rests (lspInfer/warm)', () => {
     assert.equal(warms(client).length, 1);
   });
 });
+
+describe('where names are defined (lspInfer/definitions)', () => {
+  const METHOD = 'lspInfer/definitions';
+  const GEOMETRY = '/** The distance between two points. */\nexport function distance(a: Point, b: Point): number {\n  return 0;\n}\n';
+  const range = (l1: number, c1: number, l2: number, c2: number) => ({ start: { line: l1, character: c1 }, end: { line: l2, character: c2 } });
+  const params = (...positions: { line: number; character: number }[]) => ({ textDocument: { uri: 'file:///work/proj/main.ts' }, positions });
+  /** VS Code's definition providers: the answer for a position, by "line:character". */
+  function provider(answers: Record<string, unknown>): { uri: string; position: Position }[] {
+    const asked: { uri: string; position: Position }[] = [];
+    fake.commands.set('vscode.executeDefinitionProvider', async (...args: unknown[]) => {
+      const [uri, position] = args as [Uri, Position];
+      asked.push({ uri: uri.toString(), position });
+      const answer = answers[`${position.line}:${position.character}`];
+      if (answer instanceof Error) {
+        throw answer;
+      }
+      return answer;
+    });
+    return asked;
+  }
+
+  test('announced in the initialize capabilities, beside the client\'s own experimental ones', async () => {
+    serverExists();
+    const client = await activate();
+    assert.deepEqual(client.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true } });
+    assert.ok(client.requestHandlers.has(METHOD));
+  });
+
+  test('lspInfer.context.definitions off: not announced, and a request (from a server that asks anyway) gets an empty list', async () => {
+    serverExists();
+    fake.settings.set('lspInfer.context.definitions', { globalValue: false });
+    const asked = provider({});
+    const client = await activate();
+    assert.deepEqual(client.capabilities.at(-1)?.experimental, { other: 1 });
+    assert.deepEqual(await client.request(METHOD, params({ line: 0, character: 0 })), { definitions: [] });
+    assert.deepEqual(asked, []);
+    assert.deepEqual(client.initializationOptions.at(-1), { context: { definitions: false } }, 'the server gets the setting too');
+    fake.set('lspInfer.context.definitions', true);
+    assert.ok(fake.log.some((line) => /lspInfer\.context\.definitions is on: the server asks for definitions from its next start/.test(line)));
+    await extension.restart(true);
+    assert.deepEqual(lc.clients.at(-1)!.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true } });
+  });
+
+  test('asks VS Code\'s definition providers at each position (UTF-16, as given), and reads a file that is not open from disk', async () => {
+    serverExists();
+    fake.files.set('/work/proj/geometry.ts', GEOMETRY);
+    const asked = provider({
+      '3:12': [{ originSelectionRange: range(3, 10, 3, 18), targetUri: Uri.file('/work/proj/geometry.ts'), targetRange: range(0, 0, 3, 1), targetSelectionRange: range(1, 16, 1, 24) }],
+      '4:2': [{ uri: Uri.file('/work/proj/geometry.ts'), range: range(1, 16, 1, 24) }],
+      '5:0': undefined,
+      '6:0': new Error('no provider'),
+    });
+    const client = await activate();
+    const answer = await client.request(METHOD, params({ line: 3, character: 12 }, { line: 4, character: 2 }, { line: 5, character: 0 }, { line: 6, character: 0 }));
+    const text = GEOMETRY.split('\n').slice(1).join('\n');
+    assert.deepEqual(answer, {
+      definitions: [
+        { uri: 'file:///work/proj/geometry.ts', range: range(1, 16, 1, 24), text },
+        { uri: 'file:///work/proj/geometry.ts', range: range(1, 16, 1, 24), text },
+        null,
+        null,
+      ],
+    });
+    assert.deepEqual(
+      asked.map((a) => [a.uri, a.position.line, a.position.character]),
+      [['file:///work/proj/main.ts', 3, 12], ['file:///work/proj/main.ts', 4, 2], ['file:///work/proj/main.ts', 5, 0], ['file:///work/proj/main.ts', 6, 0]],
+    );
+    assert.ok(asked.every((a) => a.position instanceof Position), 'a vscode.Position');
+    assert.deepEqual(fake.openedDocuments, [], 'not opened as a document (the client would sync it to the server)');
+    assert.ok(fake.fileReads.includes('/work/proj/geometry.ts'));
+  });
+
+  test('an open target: the editor\'s copy, unsaved edits and all; another scheme through openTextDocument', async () => {
+    serverExists();
+    fake.files.set('/work/proj/geometry.ts', GEOMETRY);
+    fake.textDocuments = [new FakeDocument(Uri.file('/work/proj/geometry.ts'), 'edited\nin the editor') as never];
+    fake.files.set('/lib.d.ts', 'declare function f(): void;');
+    provider({
+      '0:0': [{ uri: Uri.file('/work/proj/geometry.ts'), range: range(1, 0, 1, 2) }],
+      '1:0': [{ uri: Uri.parse('vscode-vfs://lib.d.ts'), range: range(0, 0, 0, 1) }],
+    });
+    const client = await activate();
+    const answer = (await client.request(METHOD, params({ line: 0, character: 0 }, { line: 1, character: 0 }))) as { definitions: { text: string }[] };
+    assert.deepEqual(answer.definitions.map((d) => d.text), ['in the editor', 'declare function f(): void;']);
+    assert.deepEqual(fake.fileReads, []);
+    assert.deepEqual(fake.openedDocuments, ['vscode-vfs:/lib.d.ts']);
+  });
+
+  test('an unreadable or too large target, or a closed untitled one: null for it', async () => {
+    serverExists();
+    fake.files.set('/work/proj/huge.ts', 'x'.repeat(17 * 1024 * 1024));
+    fake.files.set('/Untitled-1', 'function f() {}');
+    provider({
+      '0:0': [{ uri: Uri.file('/work/proj/missing.ts'), range: range(0, 0, 0, 1) }],
+      '1:0': [{ uri: Uri.file('/work/proj/huge.ts'), range: range(0, 0, 0, 1) }],
+      '2:0': [{ uri: Uri.parse('untitled:Untitled-1'), range: range(0, 0, 0, 1) }],
+    });
+    const client = await activate();
+    const answer = await client.request(METHOD, params({ line: 0, character: 0 }, { line: 1, character: 0 }, { line: 2, character: 0 }));
+    assert.deepEqual(answer, { definitions: [null, null, null] });
+    assert.deepEqual(fake.fileReads, [], 'the huge file is not read');
+    assert.deepEqual(fake.openedDocuments, [], 'no new untitled editor');
+  });
+
+  test('bounded in time: after 1 s (or context.definitionsMs, if longer) the answer goes with nulls for the rest', async () => {
+    serverExists();
+    fake.files.set('/work/proj/geometry.ts', GEOMETRY);
+    let slow = false;
+    fake.commands.set('vscode.executeDefinitionProvider', async (...args: unknown[]) => {
+      const position = args[1] as Position;
+      if (position.line === 1) {
+        slow = true;
+        return new Promise(() => {}); // a language server that never answers
+      }
+      return [{ uri: Uri.file('/work/proj/geometry.ts'), range: range(1, 0, 1, 1) }];
+    });
+    const client = await activate();
+    const answer = client.request(METHOD, params({ line: 0, character: 0 }, { line: 1, character: 0 }));
+    await flush();
+    assert.ok(slow);
+    const timer = timers.find((t) => t.ms === 1000);
+    assert.ok(timer, 'a 1 s bound');
+    timers = timers.filter((t) => t !== timer);
+    timer.run();
+    const result = (await answer) as { definitions: unknown[] };
+    assert.equal(result.definitions.length, 2);
+    assert.notEqual(result.definitions[0], null);
+    assert.equal(result.definitions[1], null);
+
+    fake.set('lspInfer.context.definitionsMs', 3000);
+    void client.request(METHOD, params({ line: 1, character: 0 }));
+    await flush();
+    assert.ok(timers.some((t) => t.ms === 3000), 'the server waits longer: so does the extension');
+  });
+
+  test('a request to a replaced client, or malformed params: an empty list, never an error', async () => {
+    serverExists();
+    const asked = provider({});
+    const first = await activate();
+    assert.deepEqual(await first.request(METHOD, { positions: 'no' }), { definitions: [] });
+    await extension.restart(true);
+    assert.notEqual(lc.clients.at(-1), first);
+    assert.deepEqual(await first.request(METHOD, params({ line: 0, character: 0 })), { definitions: [] });
+    assert.deepEqual(asked, []);
+  });
+});

@@ -88,6 +88,7 @@ function vscodeModule(): object {
         workspaceFolders: base.workspace.workspaceFolders,
         textDocuments: [],
         notebookDocuments: [],
+        fs: base.workspace.fs,
       }),
       languages: withDefaults({
         match: () => 10,
@@ -258,6 +259,34 @@ test('the API key is nowhere in the output, even with verbose tracing', async ()
   assert.ok(fake.log.some((line) => line.includes("Sending request 'initialize")), 'messages were traced');
   assert.ok(fake.log.some((line) => line.includes('<redacted>')), 'and the key masked');
   assert.ok(fake.log.every((line) => !line.includes(API_KEY)), fake.log.filter((line) => line.includes(API_KEY)).join('\n'));
+});
+
+test('lspInfer/definitions: announced in initialize; the server\'s request is answered on the wire', async () => {
+  const initialize = await until('initialize', () => received().find((m) => m.method === 'initialize'));
+  assert.deepEqual(initialize.params.capabilities.experimental, { lspInfer: { definitions: true } });
+  fake.files.set('/work/proj/geometry.ts', 'export function distance(a: Point, b: Point): number {\n  return 0;\n}\n');
+  const asked: unknown[] = [];
+  fake.commands.set('vscode.executeDefinitionProvider', async (...args: unknown[]) => {
+    const [uri, position] = args as [Uri, { line: number; character: number }];
+    asked.push([uri.toString(), position.line, position.character]);
+    return position.line === 4
+      ? [{ targetUri: Uri.file('/work/proj/geometry.ts'), targetRange: { start: { line: 0, character: 0 }, end: { line: 2, character: 1 } }, targetSelectionRange: { start: { line: 0, character: 16 }, end: { line: 0, character: 24 } } }]
+      : [];
+  });
+  const client = (extension as unknown as { client: { sendNotification(method: string, params: unknown): Promise<void> } }).client;
+  await client.sendNotification('test/askDefinitions', { textDocument: { uri: 'file:///work/proj/main.ts' }, positions: [{ line: 4, character: 9 }, { line: 5, character: 0 }] });
+  const answer = await until('the definitions answer', () => received().find((m) => m.response === 'definitions'));
+  assert.deepEqual(answer.result, {
+    definitions: [
+      {
+        uri: 'file:///work/proj/geometry.ts',
+        range: { start: { line: 0, character: 16 }, end: { line: 0, character: 24 } },
+        text: 'export function distance(a: Point, b: Point): number {\n  return 0;\n}\n',
+      },
+      null,
+    ],
+  });
+  assert.deepEqual(asked, [['file:///work/proj/main.ts', 4, 9], ['file:///work/proj/main.ts', 5, 0]]);
 });
 
 test('the server crashes: a warning, a new process after a pause, ready again', async () => {

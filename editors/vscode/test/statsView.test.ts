@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { escapeHtml, figures, formatMs, latencyChart, latencyPoints, niceCeiling, rateBars, rates, statsHtml } from '../src/statsView';
+import { definitionFigures, escapeHtml, figures, formatMs, latencyChart, latencyPoints, niceCeiling, rateBars, rates, statsHtml } from '../src/statsView';
 
 /** A stats answer shaped like the server's (lsp_infer/stats.py, lsp_infer/feedback.py). */
 const STATS = {
@@ -36,6 +36,12 @@ const STATS = {
     },
   },
 };
+
+/** The "All counters" rows of a page as "key value" lines. */
+function flattenAll(page: string): string {
+  const all = page.split('<summary>All counters</summary>')[1] ?? '';
+  return [...all.matchAll(/<tr><td>([^<]*)<\/td><td class="value">([^<]*)<\/td><\/tr>/g)].map((m) => `${m[1]} ${m[2]}`).join('\n');
+}
 
 /** The numbers in an SVG attribute list, e.g. a polyline's points. */
 function coordinates(svg: string, cls: string): number[][] {
@@ -154,6 +160,41 @@ describe('the stats view', () => {
     assert.match(html, /<svg class="chart"/);
     assert.match(html, /<svg class="bars"/);
     assert.match(html, /never sent anywhere/);
+  });
+
+  test('definitions from the editor: its figures, with the share of names found', () => {
+    const stats = {
+      ...STATS,
+      definitions: { supported: true, requests: 12, asked: 40, answered: 30, used: 9, timedOut: 2, failed: 1, p50Ms: 35.2, p95Ms: 1200 },
+    };
+    assert.deepEqual(definitionFigures(stats), [
+      ['Supported by this editor', 'yes'],
+      ['Requests to the editor', '12'],
+      ['Names asked', '40'],
+      ['Definitions found', '30 (75 %)'],
+      ['Used in a prompt', '9'],
+      ['Not answered in time', '2'],
+      ['Failed (error or malformed)', '1'],
+      ['Answer time p50 / p95', '35 ms / 1.2 s'],
+    ]);
+    const page = statsHtml(stats, { cspSource: 'vscode-webview://x', when: new Date(0) });
+    assert.match(page, /<h2>Definitions from the editor's language servers<\/h2>/);
+    assert.match(page, /<table class="definitions">.*<td>Definitions found<\/td><td class="value">30 \(75 %\)<\/td>/s);
+    assert.ok(!/started without the editor/.test(page));
+    assert.match(flattenAll(page), /definitions\.timedOut 2/, 'and among all counters');
+  });
+
+  test('definitions: none yet, not supported, or an older server without them', () => {
+    const none = { definitions: { supported: false, requests: 0, asked: 0, answered: 0, used: 0, timedOut: 0, failed: 0, p50Ms: null, p95Ms: null } };
+    assert.deepEqual(definitionFigures(none)?.slice(3, 4), [['Definitions found', '0']], 'no share of nothing');
+    assert.deepEqual(definitionFigures(none)?.at(-1), ['Answer time p50 / p95', '– / –']);
+    assert.match(statsHtml(none, { cspSource: 'x', when: new Date(0) }), /started without the editor's definitions/);
+    assert.equal(definitionFigures(STATS), undefined);
+    assert.equal(definitionFigures({ definitions: 'odd' }), undefined);
+    assert.deepEqual(definitionFigures({ definitions: {} })?.[0], ['Supported by this editor', '–']);
+    const page = statsHtml(STATS, { cspSource: 'vscode-webview://x', when: new Date(0) });
+    assert.ok(!/Definitions from the editor/.test(page), 'no section for an older server');
+    assert.ok(!/class="definitions"/.test(page));
   });
 
   test('helpers', () => {

@@ -34,6 +34,31 @@ export enum RevealOutputChannelOn {
 export const ExecuteCommandRequest = { type: { method: 'workspace/executeCommand' } };
 export const DidChangeConfigurationNotification = { type: { method: 'workspace/didChangeConfiguration' } };
 
+export interface CancellationToken {
+  readonly isCancellationRequested: boolean;
+  onCancellationRequested(listener: () => void): { dispose(): void };
+}
+export class CancellationTokenSource {
+  private cancelled = false;
+  private listeners: (() => void)[] = [];
+  readonly token: CancellationToken = {
+    isCancellationRequested: false,
+    onCancellationRequested: (listener) => {
+      this.listeners.push(listener);
+      return { dispose: () => (this.listeners = this.listeners.filter((l) => l !== listener)) };
+    },
+  };
+  cancel(): void {
+    if (!this.cancelled) {
+      this.cancelled = true;
+      (this.token as { isCancellationRequested: boolean }).isCancellationRequested = true;
+      for (const listener of [...this.listeners]) {
+        listener();
+      }
+    }
+  }
+}
+
 type Method = string | { method: string };
 const methodOf = (type: Method) => (typeof type === 'string' ? type : type.method);
 
@@ -63,6 +88,11 @@ export class LanguageClient {
     | { capabilities: { executeCommandProvider?: { commands: string[] } }; serverInfo?: { name: string; version?: string } }
     | undefined;
   readonly notificationHandlers = new Map<string, (params: unknown) => void>();
+  /** Handlers of the server's requests to the client (onRequest). */
+  readonly requestHandlers = new Map<string, (params: unknown, token: CancellationToken) => unknown>();
+  /** Static features (registerFeature), and the capabilities they filled at each start. */
+  readonly features: { fillClientCapabilities(capabilities: Record<string, unknown>): void }[] = [];
+  readonly capabilities: Record<string, unknown>[] = [];
   readonly stateListeners: ((event: { oldState: State; newState: State }) => void)[] = [];
   readonly requests: { method: string; params: unknown }[] = [];
   readonly notifications: { method: string; params: unknown }[] = [];
@@ -95,6 +125,15 @@ export class LanguageClient {
     this.proposed = true;
   }
 
+  registerFeature(feature: { fillClientCapabilities(capabilities: Record<string, unknown>): void }): void {
+    this.features.push(feature);
+  }
+
+  onRequest(method: string, handler: (params: unknown, token: CancellationToken) => unknown) {
+    this.requestHandlers.set(method, handler);
+    return { dispose: () => this.requestHandlers.delete(method) };
+  }
+
   onNotification(method: string, handler: (params: unknown) => void) {
     this.notificationHandlers.set(method, handler);
     return { dispose: () => this.notificationHandlers.delete(method) };
@@ -117,6 +156,12 @@ export class LanguageClient {
     this.setState(State.Starting);
     const options = this.clientOptions.initializationOptions;
     this.initializationOptions.push(typeof options === 'function' ? options() : options);
+    // As the real client: its own capabilities, then each feature's (an experimental one of another's kept).
+    const capabilities: Record<string, unknown> = { general: { positionEncodings: ['utf-16'] }, experimental: { other: 1 } };
+    for (const feature of this.features) {
+      feature.fillClientCapabilities(capabilities);
+    }
+    this.capabilities.push(capabilities);
     if (startError) {
       this.setState(State.StartFailed);
       this.error("lsp-infer client: couldn't create connection to server.", startError, 'force');
@@ -153,6 +198,15 @@ export class LanguageClient {
 
   notify(method: string, params: unknown): void {
     this.notificationHandlers.get(method)?.(params);
+  }
+
+  /** A request from the server: the handler's answer (a rejection is what the real client would send as an error). */
+  async request(method: string, params: unknown, token: CancellationToken = new CancellationTokenSource().token): Promise<unknown> {
+    const handler = this.requestHandlers.get(method);
+    if (handler === undefined) {
+      throw new ResponseError(-32601, `Unhandled method ${method}`);
+    }
+    return handler(params, token);
   }
 
   /** The server process went away: ask the error handler what to do, as the real client does. */

@@ -79,6 +79,12 @@ export class FakeDocument {
   getText(range?: Range): string {
     return range === undefined ? this.text : this.text.slice(this.offsetAt(range.start), this.offsetAt(range.end));
   }
+  get lineCount(): number {
+    return this.text.split('\n').length;
+  }
+  lineAt(line: number): { text: string } {
+    return { text: this.text.split('\n')[line] ?? '' };
+  }
 }
 
 /** A webview panel: the HTML it was given, and whether it is visible or disposed. */
@@ -202,6 +208,11 @@ export class FakeVscode {
   readonly secretsChanged = new EventEmitter<{ key: string }>();
   workspaceFolders: { uri: Uri; name: string; index: number }[] | undefined = [{ uri: Uri.file('/work/proj'), name: 'proj', index: 0 }];
   textDocuments: { uri: Uri; isClosed: boolean }[] = [];
+  /** Files on "disk" for workspace.fs (path → text); reads are recorded. */
+  readonly files = new Map<string, string>();
+  readonly fileReads: string[] = [];
+  /** Documents opened with workspace.openTextDocument (what the extension should not do for a file). */
+  readonly openedDocuments: string[] = [];
   activeTextEditor: { document: { uri: Uri }; selection?: { active: Position } } | undefined;
   readonly module: Record<string, unknown>;
 
@@ -350,6 +361,31 @@ export class FakeVscode {
         },
         get textDocuments() {
           return fake.textDocuments;
+        },
+        fs: {
+          stat: async (uri: Uri) => {
+            const text = fake.files.get(uri.path);
+            if (text === undefined) {
+              throw new Error(`ENOENT: ${uri.path}`);
+            }
+            return { size: Buffer.byteLength(text), type: 1, ctime: 0, mtime: 0 };
+          },
+          readFile: async (uri: Uri) => {
+            fake.fileReads.push(uri.path);
+            const text = fake.files.get(uri.path);
+            if (text === undefined) {
+              throw new Error(`ENOENT: ${uri.path}`);
+            }
+            return new Uint8Array(Buffer.from(text, 'utf8'));
+          },
+        },
+        openTextDocument: async (uri: Uri) => {
+          fake.openedDocuments.push(uri.toString());
+          const text = fake.files.get(uri.path);
+          if (text === undefined) {
+            throw new Error(`cannot open ${uri.toString()}`);
+          }
+          return new FakeDocument(uri, text);
         },
       },
       commands: {
