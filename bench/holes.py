@@ -10,6 +10,8 @@ cursor sits where the code starts and the model must write the line. Suites:
   header  lines that use a parameter of their function that none of the 8 lines above them
           mentions, at least 12 lines below the ``def``: the answer depends on the signature
           (and docstring), which a window of the nearest lines cuts off
+  ts      TypeScript (ajv's sources): lines that use a name imported from another file of the
+          project, like cross
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class Hole:
     offset: int  # cursor: where the removed code started
     expected: str  # the removed code
     siblings: tuple[tuple[str, str], ...] = ()  # the package's other modules (path, text)
+    # Every file of the project on disk, for a language server (default: the siblings).
+    project: tuple[tuple[str, str], ...] = ()
 
 
 def _line_holes(module: str, source: str, keep) -> list[tuple[int, int, str]]:
@@ -212,7 +216,53 @@ def header_holes(count: int, rng: random.Random) -> list[Hole]:
     return _spread(candidates, count, rng)
 
 
-SUITES = {"local": local_holes, "cross": cross_holes, "header": header_holes}
+# TypeScript code nobody here wrote: ajv's sources, installed by `npm ci` in bench/typescript.
+TS_ROOT = Path(__file__).resolve().parent / "typescript" / "node_modules" / "ajv"
+_TS_IMPORT = re.compile(r"^import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+[\"'](\.[^\"']*)[\"']", re.M)
+
+
+def ts_cross_holes(count: int, rng: random.Random) -> list[Hole]:
+    """TypeScript lines inside function bodies that use a name imported from another file of
+    the project (``import {x} from "./…"``): the answer needs another file. Every file of the
+    project is in the hole's ``project``; its directory's files are its ``siblings``."""
+    files = sorted((TS_ROOT / "lib").rglob("*.ts"))
+    if not files:
+        raise SystemExit(f"no TypeScript sources under {TS_ROOT}: run npm ci in bench/typescript")
+    sources = {f.relative_to(TS_ROOT).as_posix(): f.read_text(errors="replace") for f in files}
+    project = tuple(sources.items())
+    candidates = []
+    for module, source in sources.items():
+        imported = {
+            name.strip().split(" as ")[-1].strip()
+            for match in _TS_IMPORT.finditer(source)
+            for name in match.group(1).replace("type ", "").split(",")
+        } - {""}
+        if not imported:
+            continue
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(imported))) + r")\b")
+        folder = module.rsplit("/", 1)[0]
+        siblings = tuple(
+            (p, t) for p, t in project if p != module and p.rsplit("/", 1)[0] == folder
+        )
+        offset = 0
+        for line in source.split("\n"):
+            stripped = line.strip()
+            indent = len(line) - len(line.lstrip(" "))
+            if (
+                indent >= 4
+                and len(stripped) >= 12
+                and not stripped.startswith(("//", "/*", "*", "import ", "export ", "}", "case "))
+                and not stripped.endswith(("\\", ","))
+                and pattern.search(stripped)
+            ):
+                start, end = offset + indent, offset + indent + len(stripped)
+                hole_text = source[:start] + source[end:]
+                candidates.append(Hole(module, hole_text, start, stripped, siblings, project))
+            offset += len(line) + 1
+    return _spread(candidates, count, rng)
+
+
+SUITES = {"local": local_holes, "cross": cross_holes, "header": header_holes, "ts": ts_cross_holes}
 
 
 def suites(names: str | list[str], count: int, seed: int) -> dict[str, list[Hole]]:

@@ -4,11 +4,16 @@ The holes and their suites (local, cross, header) are bench/holes.py's: each rem
 of one line inside a function body, and the model must write it.
 
 Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS]
-[+ctx|+imports][+nearest][+shift][+q4_0]:
+[+ctx][+defs|+imports][+nearest][+shift][+q4_0]:
   psm        the plain prefix/suffix/middle prompt of the model card (baseline)
   spmv       the current file only, in the server's layout (the SPM variant): the whole window
   spmv+ctx   plus extra context: the package's other modules are "open in the editor", and
              extra_context.select picks what fits completion budget (as the server does)
+  spmv+defs  extra context from definitions only, the other files closed: a real language
+             server (jedi-language-server; typescript-language-server for --suite ts, from
+             bench/typescript) is the editor's, and answers lspInfer/definitions for the names
+             the server asks for in one pause (local/definitions.py)
+  spmv+ctx+defs  both: the other files open, and the definitions
   spmv+imports  the file's own import lines, as an extra-context file (up to --extra-tokens
              tokens, dropped whole when over)
   spmv@162   a cold start's smaller window of 162 tokens, built as the server builds one
@@ -33,6 +38,8 @@ tokens' probabilities, the whole line's probability, the server's; the lowest of
 geometric mean; the first token's).
 
     python bench/quality.py --suite local,header --configs psm,spmv,spmv@162 --curve
+    python bench/quality.py --suite cross --configs spmv,spmv+defs,spmv+ctx,spmv+ctx+defs
+    (cd bench/typescript && npm ci) && python bench/quality.py --suite ts --configs spmv,spmv+defs
 """
 
 from __future__ import annotations
@@ -43,22 +50,29 @@ import dataclasses
 import json
 import math
 import re
+import shutil
 import statistics
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from holes import Hole, score, suites
+from language_server import LanguageServerEditor
 
 from lsp_infer.config import CompletionSettings, ExtraContextSettings, ModelSettings
 from lsp_infer.core.backend import CompletionJob, JobOptions
 from lsp_infer.core.cancel import CancelToken
 from lsp_infer.core.confidence import line_confidences
 from lsp_infer.core.engine import CompletionEngine
-from lsp_infer.local.extra_context import OpenDocument, select
+from lsp_infer.local.definitions import EditorDefinitions
+from lsp_infer.local.extra_context import Chunk, OpenDocument, select
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
 from lsp_infer.local.prompt_builder import BuiltPrompt, PromptBuilder
+from lsp_infer.stats import percentile
 from lsp_infer.text import TYPICAL_CHARS_PER_TOKEN
 from lsp_infer.threads import set_thread_waiting
 
@@ -90,6 +104,71 @@ class ColdWindowPrompts(PromptBuilder):
         self, job: CompletionJob, budget_tokens: int, full_budget: int | None = None
     ) -> BuiltPrompt:
         return super().build(job, budget_tokens, full_budget or self.full_budget)
+
+
+class HoleDefinitions:
+    """For +defs: each hole's project written to a workspace on disk, the hole's file opened
+    in a real language server (the editor's), and the definitions the server would get in
+    one pause (lspInfer/definitions: local/definitions.py asks, bench/language_server.py
+    answers as the editors' clients do)."""
+
+    def __init__(self) -> None:
+        self.workspace = Path(tempfile.mkdtemp(prefix="lsp-infer-defs-"))
+        self.editors: dict[str, LanguageServerEditor] = {}
+        self.used: list[int] = []  # definitions in each hole's extra context
+
+    async def chunks(self, hole: Hole) -> list[Chunk]:
+        language = "typescript" if hole.module.endswith(".ts") else "python"
+        for path, text in hole.project or hole.siblings:
+            target = self.workspace / path
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text)
+        own = self.workspace / hole.module
+        own.parent.mkdir(parents=True, exist_ok=True)
+        own.write_text(hole.text)
+        editor = await self._editor(language)
+        uri = own.as_uri()
+        editor.open(uri, hole.text, language)
+        definitions = EditorDefinitions(editor, lambda _uri: False)  # type: ignore[arg-type]
+        await definitions.refresh(uri, hole.text, hole.offset, budget_ms=60_000)
+        editor.close(uri)
+        found = definitions.chunks(uri, hole.text, hole.offset)
+        return [Chunk(c.uri, self._path(c.uri), c.line, c.text) for c in found]
+
+    def _path(self, uri: str) -> str:
+        """As the server shows it: workspace-relative, else the whole path."""
+        path = Path(unquote(urlparse(uri).path))
+        inside = path.is_relative_to(self.workspace)
+        return path.relative_to(self.workspace).as_posix() if inside else str(path)
+
+    async def _editor(self, language: str) -> LanguageServerEditor:
+        if language not in self.editors:
+            command = LANGUAGE_SERVERS[language]
+            self.editors[language] = await LanguageServerEditor.start(command, self.workspace)
+        return self.editors[language]
+
+    async def stop(self) -> None:
+        for editor in self.editors.values():
+            await editor.stop()
+        shutil.rmtree(self.workspace, ignore_errors=True)
+
+    def report(self, config: str) -> None:
+        times = [t for e in self.editors.values() for t in e.request_ms]
+        with_any = sum(1 for n in self.used if n)
+        p50, p95 = percentile(times, 0.5) or 0, percentile(times, 0.95) or 0
+        print(f"  ({config}: the language server answered {len(times)} requests, p50 "
+              f"{p50:.0f} ms, p95 {p95:.0f} ms; {with_any} of {len(self.used)} holes had a "
+              "definition in their prompt)")  # fmt: skip
+
+
+LANGUAGE_SERVERS = {
+    "python": [str(Path(sys.executable).parent / "jedi-language-server")],
+    "typescript": [
+        str(Path(__file__).resolve().parent / "typescript" / "node_modules" / ".bin"
+            / "typescript-language-server"), "--stdio",
+    ],
+}  # fmt: skip
 
 
 def run_config(
@@ -128,13 +207,20 @@ def run_config(
         timeout_ms=20000,
         suffix_tokens=int(suffix) if suffix else CompletionSettings().suffix_tokens,
     )
-    extra_tokens = extra_budget if "ctx" in flags or "imports" in flags else 0
-    extra_of = imports_of if "imports" in flags else extra_for
+    extra_tokens = extra_budget if {"ctx", "imports", "defs"} & set(flags) else 0
     results: dict[str, dict[str, Any]] = {}
+    definitions = HoleDefinitions() if "defs" in flags else None
 
     async def one(hole: Hole) -> tuple[Any, float]:
-        options = JobOptions(extra=extra_of(hole, extra_tokens), extra_tokens=extra_tokens,
-                             path=hole.module)  # fmt: skip
+        if "imports" in flags:
+            extra = imports_of(hole, extra_tokens)
+        else:
+            found = await definitions.chunks(hole) if definitions else []
+            extra = extra_for(hole, extra_tokens, found, open_files="ctx" in flags)
+            if definitions:
+                paths = {c.path for c in found}
+                definitions.used.append(sum(1 for path, _text in extra if path in paths))
+        options = JobOptions(extra=extra, extra_tokens=extra_tokens, path=hole.module)
         # A fresh context per hole: no KV reuse between holes, same for every config.
         await lane.run(backend.cache.clear)
         if "shift" in flags:  # the window moved since the cache was filled
@@ -166,7 +252,16 @@ def run_config(
                 "records": records,
             }
 
-    asyncio.run(go())
+    async def go_and_stop() -> None:
+        try:
+            await go()
+        finally:
+            if definitions:
+                await definitions.stop()
+
+    asyncio.run(go_and_stop())
+    if definitions:
+        definitions.report(config)
     cache = backend.cache
     if "shift" in flags:
         print(f"  ({config}: {cache.stats.shifts} shifts, {cache.stats.tokens_shifted} tokens "
@@ -215,13 +310,18 @@ def print_curve(config: str, records: list[dict[str, Any]]) -> None:
         print(f"  {config} {measure:5} shown/right-of-shown/right-kept %  " + "  ".join(cells))
 
 
-def extra_for(hole: Hole, extra_tokens: int) -> tuple[tuple[str, str], ...]:
-    """The package's other modules, "open in the editor", picked as the server picks."""
+def extra_for(
+    hole: Hole, extra_tokens: int, definitions: list[Chunk] | None = None, open_files: bool = True
+) -> tuple[tuple[str, str], ...]:
+    """The package's other modules, "open in the editor" (``open_files``), and the
+    ``definitions`` the editor's language server found, picked as the server picks."""
     if not extra_tokens:
         return ()
-    documents = [OpenDocument(f"file:///{p}", p, t) for p, t in hole.siblings]
+    siblings = hole.siblings if open_files else ()
+    documents = [OpenDocument(f"file:///{p}", p, t) for p, t in siblings]
     chunks = select(f"file:///{hole.module}", hole.text, hole.offset, [], documents,
-                    extra_tokens * TYPICAL_CHARS_PER_TOKEN, lambda _uri: False)  # fmt: skip
+                    extra_tokens * TYPICAL_CHARS_PER_TOKEN, lambda _uri: False,
+                    definitions or ())  # fmt: skip
     return tuple((c.path, c.text) for c in chunks)
 
 
@@ -240,11 +340,12 @@ def main() -> None:
     parser.add_argument(
         "--suite",
         default="local",
-        help="local, cross, header, a comma-separated list, or both (local,cross)",
+        help="local, cross, header, ts, a comma-separated list, or both (local,cross)",
     )
     parser.add_argument(
         "--configs", default="psm,spmv",
-        help="ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx|+imports][+nearest][+shift][+q4_0],...",
+        help="ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx][+defs|+imports][+nearest][+shift]"
+    "[+q4_0],...",
     )  # fmt: skip
     parser.add_argument("--context-tokens", type=int, default=512)
     parser.add_argument("--extra-tokens", type=int, default=ExtraContextSettings().extra_tokens)
@@ -256,7 +357,7 @@ def main() -> None:
     chosen = suites(args.suite, args.holes, args.seed)
     for name, holes in chosen.items():
         print(f"{name}: {len(holes)} single-line holes from {len({h.module for h in holes})} "
-              f"stdlib modules")  # fmt: skip
+              "modules")  # fmt: skip
     print(f"context {args.context_tokens} tokens, extra context {args.extra_tokens} "
           f"tokens, Python {sys.version.split()[0]}")  # fmt: skip
     print(f"{'config':20} {'suite':6} {'exact match %':>14} {'edit sim %':>11} {'s/hole':>7}")
