@@ -29,13 +29,17 @@ smaller window (completion.coldStartMs), of all generations.
     python bench/multifile.py --configs on,q4_0   # as shipped vs model.requantize q4_0
     python bench/multifile.py --parts typing --configs on,warm --look-ms 2000  # lspInfer/warm
     python bench/multifile.py --parts typing --configs on,disk   # states also written to disk
+    python bench/multifile.py --switch-every 0 --parts typing --configs nocontext,defs
+                              # no extra context vs. definitions from jedi-language-server
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import asyncio
 import atexit
+import concurrent.futures
 import json
 import os
 import platform
@@ -43,12 +47,15 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from language_server import LanguageServerEditor
 
 from lsp_infer.stats import percentile
 from tests.fuzz.raw_server import RawServer
@@ -67,8 +74,13 @@ CONFIGS = {
     "q4_0": {"model": {"requantize": "q4_0"}},  # the cache on, the model requantized
     "warm": {},  # the cache on, and the client sends lspInfer/warm on a switch
     "disk": {"model": {"stateDiskMb": 512}},  # the cache on, and its states written to disk
+    "nocontext": {"context": {"enabled": False}},  # no extra context at all
+    # Extra context with definitions: the client answers lspInfer/definitions from a real
+    # jedi-language-server (DefinitionsAnswerer).
+    "defs": {},
 }
 WARMING = {"warm"}  # the configurations whose client warms
+DEFINING = {"defs"}  # the configurations whose client answers lspInfer/definitions
 
 
 @dataclass
@@ -167,24 +179,68 @@ def rss_mb(pid: int) -> float:
     return int(next(line.split()[1] for line in status if line.startswith("VmRSS"))) / 1024
 
 
-def start(options: dict[str, Any]) -> RawServer:
+def start(options: dict[str, Any], answerer: DefinitionsAnswerer | None = None) -> RawServer:
     log_file = os.environ.get("MULTIFILE_SERVER_LOG", "")
     # States on disk (the disk configuration) go to a directory of this server's own: a run
     # never starts from what an earlier one left.
     states = tempfile.mkdtemp(prefix="lsp-infer-multifile-")
     atexit.register(shutil.rmtree, states, ignore_errors=True)
     server = RawServer(root=Path("/bench"), log_file=log_file, env={"LSP_INFER_STATE_DIR": states})
-    server.initialize(options)
+    if answerer:
+        server.handlers["lspInfer/definitions"] = answerer.handle
+    server.initialize(options, {"lspInfer": {"definitions": True}} if answerer else None)
     server.wait(server.request("lspInfer/stats", {}), timeout=120)  # the model is loading
     return server
 
 
-def typing(args: argparse.Namespace, options: dict[str, Any], warming: bool = False) -> Run:
+class DefinitionsAnswerer:
+    """For the "defs" configuration: the client announces lspInfer/definitions and answers it
+    as the editors' clients do, from a real jedi-language-server that has the typed files
+    (written to a workspace on disk) open with their current text. It answers from its own
+    thread and event loop: the reader of the server's messages never waits for it."""
+
+    def __init__(self, files: list[File]) -> None:
+        self.workspace = Path(tempfile.mkdtemp(prefix="lsp-infer-multifile-defs-"))
+        atexit.register(shutil.rmtree, self.workspace, ignore_errors=True)
+        for file in files:  # real files: the language server reads their neighbours
+            path = self.workspace / file.uri.rsplit("/", 1)[-1]
+            path.write_text(file.text)
+            file.uri = path.as_uri()
+        self.files = {file.uri: file for file in files}
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        command = [str(Path(sys.executable).parent / "jedi-language-server")]
+        self.editor = self._run(LanguageServerEditor.start(command, self.workspace)).result(60)
+
+    def _run(self, coroutine: Any) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def handle(self, params: Any, reply: Any) -> None:
+        """lspInfer/definitions from the server; the reply comes when jedi has answered."""
+        file = self.files.get(params["textDocument"]["uri"])
+        if file is None:
+            reply({"definitions": []})
+            return
+        self.editor.open(file.uri, file.text, "python")  # jedi gets the text as typed so far
+        future = self._run(self.editor.answer(file.uri, params["positions"]))
+        future.add_done_callback(
+            lambda done: reply(done.result() if not done.exception() else None)
+        )
+
+    def stop(self) -> None:
+        self._run(self.editor.stop()).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def typing(
+    args: argparse.Namespace, options: dict[str, Any], warming: bool = False, defs: bool = False
+) -> Run:
     files = [
         load_file(module, signature, index, args.lines)
         for index, (module, signature) in enumerate(FUNCTIONS[: args.files])
     ]
-    server = start(options)
+    answerer = DefinitionsAnswerer(files) if defs else None
+    server = start(options, answerer)
     run = Run()
     typist = Typist(server, args.key_ms / 1000)
     for file in files:
@@ -218,6 +274,8 @@ def typing(args: argparse.Namespace, options: dict[str, Any], warming: bool = Fa
     run.keystrokes = typist.keystrokes
     run.stats = server.wait(server.request("lspInfer/stats", {}))["result"]
     server.close()
+    if answerer:
+        answerer.stop()
     return run
 
 
@@ -297,7 +355,19 @@ def report_typing(runs: dict[str, Run]) -> None:
         if off95 and on95:
             print(f"p95 after each file's first suggestion, off / on: {off95 / on95:.2f}x "
                   f"({off95:.0f} / {on95:.0f} ms)")  # fmt: skip
+    if {"nocontext", "defs"} <= runs.keys():
+        plain, defs = ([p for kind in runs[n].pauses.values() for p in kind]
+                       for n in ("nocontext", "defs"))  # fmt: skip
+        plain95, defs95 = percentile(plain, 0.95), percentile(defs, 0.95)
+        if plain95 and defs95:
+            print(f"p95 with definitions / without extra context: {defs95 / plain95:.2f}x "
+                  f"({defs95:.0f} / {plain95:.0f} ms)")  # fmt: skip
     for name, run in runs.items():
+        if run.stats.get("definitions", {}).get("supported"):
+            print(
+                f"{name}: definitions {json.dumps(run.stats['definitions'])}, "
+                f"generations with extra context {run.stats['generationsWithExtra']}"
+            )
         state = run.stats.get("stateCache")
         if state:
             print(f"{name}: state cache {json.dumps(state)}")
@@ -352,7 +422,7 @@ def main() -> None:
             options["model"] = {**extra["model"], **CONFIGS[name]["model"]}
         started = time.perf_counter()
         if "typing" in parts:
-            typing_runs[name] = typing(args, options, warming=name in WARMING)
+            typing_runs[name] = typing(args, options, name in WARMING, name in DEFINING)
         if "switch" in parts:
             switch_runs[name] = switch(args, options)
         print(f"  {name}: {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)

@@ -42,6 +42,8 @@ MAX_NAMES = 8
 # The names a pick looks up (the nearest first); the requests of later pauses ask for the
 # ones not asked yet.
 CANDIDATE_NAMES = 24
+# Strings and comments around the cursor are found from this far up (characters).
+STRINGS_LOOKBACK = 10_000
 # Import lines are looked for in the file's first characters.
 IMPORTS_CHARS = 20_000
 # Names on the cursor's line and this many lines above and below it are asked for.
@@ -144,7 +146,10 @@ def names_to_ask(text: str, offset: int, limit: int = CANDIDATE_NAMES) -> list[t
         if found < 0:
             break
     ranked: dict[str, tuple[tuple[int, int], int]] = {}  # name -> (rank, offset of a use)
-    code = code_only(text[start:end])
+    # Strings and comments are told from code from further up: a docstring opened above
+    # the near lines must not make its prose look like code.
+    lookback = max(0, start - STRINGS_LOOKBACK)
+    code = code_only(text[lookback:end])[start - lookback :]
     for match in _NAME.finditer(code):
         at = start + match.start()
         if at <= offset <= start + match.end():

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,10 @@ class RawServer:
         self.stray: list[bytes] = []  # anything on stdout that is not a frame
         self._next_id = 0
         self._lock = threading.Lock()
+        # Requests from the server answered by the caller: method -> handler(params, reply);
+        # reply(result) may be called later, from any thread.
+        self.handlers: dict[str, Callable[[Any, Callable[[Any], None]], None]] = {}
+        self._write_lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self.root = root or Path.cwd()
@@ -42,8 +47,9 @@ class RawServer:
     def send_raw(self, body: bytes, length: int | None = None) -> None:
         header = f"Content-Length: {len(body) if length is None else length}\r\n\r\n".encode()
         assert self.process.stdin is not None
-        self.process.stdin.write(header + body)
-        self.process.stdin.flush()
+        with self._write_lock:
+            self.process.stdin.write(header + body)
+            self.process.stdin.flush()
 
     def send(self, message: dict[str, Any]) -> None:
         self.send_raw(json.dumps(message).encode())
@@ -73,12 +79,23 @@ class RawServer:
                 pass
             message = json.loads(stream.read(length))
             if "method" in message and "id" in message:  # a request from the server
-                self.send({"jsonrpc": "2.0", "id": message["id"], "result": self._answer(message)})
+                reply = self._reply_to(message["id"])
+                handler = self.handlers.get(message["method"])
+                if handler is not None:
+                    handler(message.get("params"), reply)
+                else:
+                    reply(self._answer(message))
             elif "method" in message:
                 self.notifications.put(message)
             else:
                 with self._lock:
                     self.responses.setdefault(message.get("id"), []).append(message)
+
+    def _reply_to(self, msg_id: Any) -> Callable[[Any], None]:
+        def reply(result: Any) -> None:
+            self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+        return reply
 
     def _answer(self, request: dict[str, Any]) -> Any:
         if request["method"] == "workspace/configuration":
@@ -138,7 +155,9 @@ class RawServer:
         with self._lock:
             return Counter({key: len(value) for key, value in self.responses.items()})
 
-    def initialize(self, options: dict[str, Any]) -> dict[str, Any]:
+    def initialize(
+        self, options: dict[str, Any], experimental: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         root = self.root.as_uri()
         result = self.wait(
             self.request(
@@ -146,7 +165,10 @@ class RawServer:
                 {
                     "processId": os.getpid(),
                     "rootUri": root,
-                    "capabilities": {"general": {"positionEncodings": ["utf-16"]}},
+                    "capabilities": {
+                        "general": {"positionEncodings": ["utf-16"]},
+                        "experimental": experimental,
+                    },
                     "initializationOptions": options,
                     "workspaceFolders": [{"uri": root, "name": "ws"}],
                 },

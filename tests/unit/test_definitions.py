@@ -90,6 +90,14 @@ def test_names_to_ask_in_typescript() -> None:
     assert "points" not in chosen and "limit" not in chosen  # parameters
 
 
+def test_a_docstring_opened_above_the_near_lines_is_not_code() -> None:
+    text = (
+        'def f(chunk):\n    """Chunks are words;\n    apart from that\n    preserved.\n'
+        '    """\n    x = helper('
+    )
+    assert [name for name, _ in names_to_ask(text, len(text))] == ["helper"]
+
+
 def test_imported_names() -> None:
     text = (
         "from .base import (Foo,\n  Bar as Baz)\nimport os\n"
