@@ -17,13 +17,18 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from lsp_infer.editor import Definition
-from lsp_infer.lsp.convert import DEFINITION_TEXT_CHARS, DEFINITION_TEXT_LINES
+from lsp_infer.lsp.convert import (
+    DEFINITION_ABOVE_LINES,
+    DEFINITION_TEXT_CHARS,
+    DEFINITION_TEXT_LINES,
+)
 from lsp_infer.positions import position_at
 
 # pygls logs every notification a bench client has no handler for (diagnostics): noise.
@@ -106,7 +111,18 @@ class LanguageServerEditor:
         return list(found)
 
     async def _one(self, uri: str, text: str, offset: int) -> Definition | None:
-        line, character = position_at(text, offset, "utf-16")
+        return await self._at(uri, *position_at(text, offset, "utf-16"))
+
+    async def answer(self, uri: str, positions: list[dict[str, int]]) -> dict[str, Any]:
+        """The answer to a lspInfer/definitions request, as the editors' clients give it."""
+        found = await asyncio.gather(*(self._at(uri, p["line"], p["character"]) for p in positions))
+        return {"definitions": [None if d is None else {
+            "uri": d.uri, "text": d.text, "above": d.above,
+            "range": {"start": {"line": d.line, "character": 0},
+                      "end": {"line": d.line, "character": 0}},
+        } for d in found]}  # fmt: skip
+
+    async def _at(self, uri: str, line: int, character: int) -> Definition | None:
         params = types.DefinitionParams(
             types.TextDocumentIdentifier(uri), types.Position(line, character)
         )
@@ -123,13 +139,15 @@ class LanguageServerEditor:
             target, start = first.uri, first.range.start.line
         else:
             return None
-        return Definition(target, start, read_from(target, start))
+        return Definition(target, start, *read_from(target, start))
 
 
-def read_from(uri: str, line: int) -> str:
-    """The file's text from ``line`` on, as the editors' clients send it."""
+def read_from(uri: str, line: int) -> tuple[str, str]:
+    """The file's text from ``line`` on, and the lines above it, as the editors' clients
+    send them."""
     try:
         lines = Path(unquote(urlparse(uri).path)).read_text(errors="replace").split("\n")
     except OSError:
-        return ""
-    return "\n".join(lines[line : line + DEFINITION_TEXT_LINES])[:DEFINITION_TEXT_CHARS]
+        return "", ""
+    text = "\n".join(lines[line : line + DEFINITION_TEXT_LINES])[:DEFINITION_TEXT_CHARS]
+    return text, "\n".join(lines[max(0, line - DEFINITION_ABOVE_LINES) : line])

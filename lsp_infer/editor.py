@@ -33,6 +33,7 @@ class Definition:
     uri: str
     line: int
     text: str
+    above: str = ""  # the lines just above ``line`` (a doc comment, decorators), if sent
 
 
 class EditorRequestFailed(Exception):

@@ -220,8 +220,34 @@ def _enclosing_signatures(text: str, offset: int, line_start: int) -> list[tuple
     return spans
 
 
-def excerpt(text: str, lines_limit: int = EXCERPT_LINES, chars_limit: int = EXCERPT_CHARS) -> str:
-    """What a prompt needs of a definition whose text starts at its first line: the header
+# A line of a doc comment or a decorator, which sits above a definition in most languages.
+_ABOVE = re.compile(r"\s*(?:/\*\*|/\*|\*|//|#|@|--|\"\"\"|''')")
+# Of what sits above a definition, this many lines at most (a long doc comment: its start, and
+# the line that closes it).
+ABOVE_LINES = 8
+
+
+def doc_above(above: str) -> list[str]:
+    """The doc comment and decorators right above a definition: the run of comment or
+    decorator lines that ends at the definition (a blank line ends it)."""
+    lines = above.split("\n") if above else []
+    start = len(lines)
+    while start > 0 and lines[start - 1].strip() and _ABOVE.match(lines[start - 1]):
+        start -= 1
+    block = lines[start:]
+    if len(block) > ABOVE_LINES:
+        block = block[: ABOVE_LINES - 1] + block[-1:]
+    return block
+
+
+def excerpt(
+    text: str,
+    above: str = "",
+    lines_limit: int = EXCERPT_LINES,
+    chars_limit: int = EXCERPT_CHARS,
+) -> str:
+    """What a prompt needs of a definition whose text starts at its first line: the doc
+    comment and decorators right above it (from ``above``: the lines before it), the header
     (over several lines while its brackets stay open), the docstring or comments opening its
     body; then, for a class (interface, struct, enum …), its members' first lines one level
     in (fields, method signatures), else the first lines of its body. Whole lines, at most
@@ -233,7 +259,7 @@ def excerpt(text: str, lines_limit: int = EXCERPT_LINES, chars_limit: int = EXCE
     while depth > 0 and header_end + 1 < len(lines) and header_end < 8:
         header_end += 1
         depth += depth_change(lines[header_end])
-    kept = lines[: header_end + 1]
+    kept = doc_above(above) + lines[: header_end + 1]
     doc = _doc(lines, header_end + 1)
     kept += [lines[index] for index in doc[:DOC_LINES]]
     if len(doc) > DOC_LINES:  # a long docstring: its start, closed again
@@ -427,7 +453,7 @@ class EditorDefinitions:
             if (found.uri, found.line) in seen or self._excluded(found.uri):
                 continue
             seen.add((found.uri, found.line))
-            cut = excerpt(found.text)
+            cut = excerpt(found.text, found.above)
             if cut:
                 chunks.append(DefinitionChunk(found.uri, found.line, cut))
         return chunks

@@ -35,6 +35,7 @@ DEFINITIONS_METHOD = "lspInfer/definitions"
 # What is kept of the text the editor sends for one definition (it may send more).
 DEFINITION_TEXT_LINES = 60
 DEFINITION_TEXT_CHARS = 8000
+DEFINITION_ABOVE_LINES = 10  # of the lines above the definition (``above``)
 
 
 def encoding_from(kind: str | types.PositionEncodingKind | None) -> Encoding:
@@ -265,4 +266,7 @@ def _definition(entry: Any) -> Definition | None:
     if line < 0 or isinstance(line, bool):
         return None
     lines = text[:DEFINITION_TEXT_CHARS].split("\n")[:DEFINITION_TEXT_LINES]
-    return Definition(uri, line, "\n".join(lines))
+    above = entry.get("above")
+    above_lines = above[-DEFINITION_TEXT_CHARS:].split("\n")[-DEFINITION_ABOVE_LINES:] if (
+        isinstance(above, str) and above) else []  # fmt: skip
+    return Definition(uri, line, "\n".join(lines), "\n".join(above_lines))

@@ -149,6 +149,11 @@ def geometry_lines(start: int) -> str:
     return "\n".join(GEOMETRY.splitlines()[start:])
 
 
+def geometry_above(start: int) -> str:
+    """The lines an answer sends from above a definition (its doc comment, decorators)."""
+    return "\n".join(GEOMETRY.splitlines()[max(0, start - 10) : start])
+
+
 # -- pure functions, in Neovim's Lua -----------------------------------------------------------
 
 CONVERSIONS = [
@@ -279,12 +284,14 @@ def test_definitions_from_the_other_server(
         "uri": geometry_uri,
         "range": {"start": position(5, 4), "end": position(5, 12)},
         "text": geometry_lines(5),
+        "above": geometry_above(5),
     }, found[0]
     # A Location (not a list); its end converted to UTF-16 ("Géométrie": 9 units, 11 bytes).
     assert found[1] == {
         "uri": geometry_uri,
         "range": {"start": position(2, 8), "end": position(2, 19)},
         "text": geometry_lines(2),
+        "above": geometry_above(2),
     }, found[1]
     assert found[2:] == [None] * 6, found
     # Read from disk: no buffer was made for geometry.py.

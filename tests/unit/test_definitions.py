@@ -148,6 +148,28 @@ def test_excerpt(text: str, expected: str) -> None:
     assert excerpt(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("above", "kept"),
+    [
+        # A JSDoc comment right above: kept whole; what is above it is not.
+        ("const x = 1;\n/**\n * The distance.\n * @param a a point\n */", 4),
+        ("@functools.cache\n@staticmethod", 2),  # decorators
+        ("// one\n\n// two", 1),  # a blank line ends the block
+        ("x = 1", 0),
+        ("", 0),
+        # A long doc comment: its first lines and the one that closes it.
+        ("/**\n" + " * line\n" * 20 + " */", 8),
+    ],
+)
+def test_excerpt_keeps_the_doc_comment_above(above: str, kept: int) -> None:
+    cut = excerpt("export function f(a: P): number {\n  return 1;\n}", above)
+    lines = cut.split("\n")
+    assert lines[kept:] == ["export function f(a: P): number {", "  return 1;", "}"]
+    assert lines[:kept] == (above.split("\n")[-kept:] if kept not in (0, 8) else lines[:kept])
+    if kept == 8:
+        assert lines[0] == "/**" and lines[7] == " */"
+
+
 def test_excerpt_is_bounded() -> None:
     huge = "def f():\n" + "".join(f"    x{i} = {'y' * 200}\n" for i in range(10_000))
     cut = excerpt(huge)
@@ -193,6 +215,12 @@ def test_cache_entries_expire() -> None:
                 ]
             },
             [Definition("file:///b.py", 4, "def f(): ..."), None],
+        ),
+        # The lines above it (a doc comment), the last 10 of them.
+        (
+            {"definitions": [{"uri": "file:///b.ts", "range": {"start": {"line": 40}},
+                              "text": "function f() {}", "above": "x\n" * 20 + "/** F. */"}]},
+            [Definition("file:///b.ts", 40, "function f() {}", "x\n" * 9 + "/** F. */"), None],
         ),
         # Entries that cannot be read are None, not the whole answer.
         (

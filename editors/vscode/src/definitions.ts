@@ -12,6 +12,8 @@ export const DEFINITIONS_METHOD = 'lspInfer/definitions';
 export const MAX_LINES = 60;
 /** … and at most this many characters (UTF-16 code units; a surrogate pair is never split). */
 export const MAX_CHARS = 8000;
+/** Lines sent from above the definition's line: a doc comment or decorators live there. */
+export const ABOVE_LINES = 10;
 /** The server sends at most 8 positions; more than this get null without being looked up. */
 export const MAX_POSITIONS = 32;
 /**
@@ -38,6 +40,8 @@ export interface Definition {
   readonly uri: string;
   readonly range: LspRange;
   readonly text: string;
+  /** The lines just above the definition (its doc comment, decorators): at most ABOVE_LINES. */
+  readonly above?: string;
 }
 
 export interface DefinitionsResult {
@@ -188,8 +192,23 @@ async function lookUp<U extends UriLike>(host: DefinitionsHost<U>, uri: string, 
   if (target === undefined) {
     return null;
   }
-  const text = definitionText(await host.read(target.uri), target.range.start.line);
-  return text === undefined ? null : { uri: target.uri.toString(), range: target.range, text };
+  const lines = await host.read(target.uri);
+  const line = target.range.start.line;
+  const text = definitionText(lines, line);
+  if (text === undefined) {
+    return null;
+  }
+  const above = definitionAbove(lines, line);
+  return { uri: target.uri.toString(), range: target.range, text, ...(above ? { above } : {}) };
+}
+
+/** The ABOVE_LINES lines above `line` (fewer at the top of the file), joined with "\n". */
+export function definitionAbove(lines: TextLines, line: number, count = ABOVE_LINES): string {
+  const parts: string[] = [];
+  for (let i = Math.max(0, line - count); i < line && i < lines.lineCount; i++) {
+    parts.push(lines.line(i).slice(0, MAX_CHARS / count));
+  }
+  return parts.join('\n');
 }
 
 /**

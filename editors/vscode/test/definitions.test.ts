@@ -5,6 +5,7 @@ import {
   announceDefinitions,
   answerBudgetMs,
   answerDefinitions,
+  definitionAbove,
   definitionText,
   type DefinitionsHost,
   firstTarget,
@@ -111,6 +112,13 @@ describe('lspInfer/definitions: the text', () => {
     assert.equal(definitionText(textLines(GEOMETRY), 2), GEOMETRY.split('\n').slice(2).join('\n'));
   });
 
+  test('the lines above: at most ABOVE_LINES, fewer at the top of the file', () => {
+    const lines = Array.from({ length: 30 }, (_, i) => `line ${i}`);
+    assert.equal(definitionAbove(textLines(lines.join('\n')), 20), lines.slice(10, 20).join('\n'));
+    assert.equal(definitionAbove(textLines(GEOMETRY), 3), GEOMETRY.split('\n').slice(0, 3).join('\n'));
+    assert.equal(definitionAbove(textLines(GEOMETRY), 0), '');
+  });
+
   test(`at most ${MAX_LINES} lines`, () => {
     const lines = Array.from({ length: 200 }, (_, i) => `line ${i}`);
     const text = definitionText(textLines(lines.join('\n')), 10);
@@ -154,7 +162,8 @@ describe('lspInfer/definitions: the answer', () => {
     const result = await answerDefinitions(PARAMS([{ line: 5, character: 10 }, { line: 7, character: 0 }, { line: 6, character: 2 }]), h, { budgetMs: 1000 });
     assert.deepEqual(result, {
       definitions: [
-        { uri: 'file:///ws/geometry.ts', range: range(3, 16, 3, 24), text: GEOMETRY.split('\n').slice(3).join('\n') },
+        // The lines above the definition (its doc comment) come too; none at the file's top.
+        { uri: 'file:///ws/geometry.ts', range: range(3, 16, 3, 24), text: GEOMETRY.split('\n').slice(3).join('\n'), above: GEOMETRY.split('\n').slice(0, 3).join('\n') },
         null,
         { uri: 'file:///ws/geometry.ts', range: range(0, 17, 0, 22), text: GEOMETRY },
       ],

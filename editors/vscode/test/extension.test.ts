@@ -815,8 +815,8 @@ describe('where names are defined (lspInfer/definitions)', () => {
     const text = GEOMETRY.split('\n').slice(1).join('\n');
     assert.deepEqual(answer, {
       definitions: [
-        { uri: 'file:///work/proj/geometry.ts', range: range(1, 16, 1, 24), text },
-        { uri: 'file:///work/proj/geometry.ts', range: range(1, 16, 1, 24), text },
+        { uri: 'file:///work/proj/geometry.ts', range: range(1, 16, 1, 24), text, above: '/** The distance between two points. */' },
+        { uri: 'file:///work/proj/geometry.ts', range: range(1, 16, 1, 24), text, above: '/** The distance between two points. */' },
         null,
         null,
       ],

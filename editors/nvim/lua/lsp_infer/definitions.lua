@@ -24,6 +24,7 @@ M.METHOD = "lspInfer/definitions"
 M.DEFINITION = "textDocument/definition"
 M.MAX_LINES = 60 -- of the target's text, from range.start.line
 M.MAX_CHARS = 8000 -- Unicode code points of it
+M.ABOVE_LINES = 10 -- lines sent from above the definition's line (doc comments, decorators)
 M.MAX_POSITIONS = 32 -- asked per request (the server sends at most 8); the rest get null
 local CHUNK = 16384 -- bytes read from a file at a time
 local MAX_TAIL = 4 * M.MAX_CHARS + 4 * M.MAX_LINES -- bytes from the start line: enough for the cut
@@ -266,10 +267,13 @@ function M.entry(result, from, to)
     return nil
   end
   local first = range.start.line
-  local lines = M.read(uri, first, M.MAX_LINES)
-  if not lines or #lines == 0 then
+  local from = math.max(0, first - M.ABOVE_LINES)
+  local read = M.read(uri, from, M.MAX_LINES + first - from)
+  if not read or #read <= first - from then
     return nil
   end
+  local above = table.concat(read, "\n", 1, first - from)
+  local lines = vim.list_slice(read, first - from + 1)
   local start_line, finish = lines[1], range["end"]
   local end_line = finish.line >= first and lines[finish.line - first + 1] or nil
   return {
@@ -283,6 +287,7 @@ function M.entry(result, from, to)
       },
     },
     text = M.cut(lines),
+    above = above ~= "" and above:sub(1, M.MAX_CHARS) or nil,
   }
 end
 
