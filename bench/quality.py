@@ -14,6 +14,7 @@ Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][@CONTEX
              bench/typescript) is the editor's, and answers lspInfer/definitions for the names
              the server asks for in one pause (local/definitions.py)
   spmv+ctx+defs  both: the other files open, and the definitions
+  spmv+defs3 as +defs, after three pauses in the file (each asks the next 8 names)
   spmv+imports  the file's own import lines, as an extra-context file (up to --extra-tokens
              tokens, dropped whole when over)
   spmv@162   a cold start's smaller window of 162 tokens, built as the server builds one
@@ -112,7 +113,8 @@ class HoleDefinitions:
     one pause (lspInfer/definitions: local/definitions.py asks, bench/language_server.py
     answers as the editors' clients do)."""
 
-    def __init__(self) -> None:
+    def __init__(self, pauses: int = 1) -> None:
+        self.pauses = pauses  # each pause asks for the next names not asked yet
         self.workspace = Path(tempfile.mkdtemp(prefix="lsp-infer-defs-"))
         self.editors: dict[str, LanguageServerEditor] = {}
         self.used: list[int] = []  # definitions in each hole's extra context
@@ -131,7 +133,8 @@ class HoleDefinitions:
         uri = own.as_uri()
         editor.open(uri, hole.text, language)
         definitions = EditorDefinitions(editor, lambda _uri: False)  # type: ignore[arg-type]
-        await definitions.refresh(uri, hole.text, hole.offset, budget_ms=60_000)
+        for _ in range(self.pauses):
+            await definitions.refresh(uri, hole.text, hole.offset, budget_ms=60_000)
         editor.close(uri)
         found = definitions.chunks(uri, hole.text, hole.offset)
         return [Chunk(c.uri, self._path(c.uri), c.line, c.text) for c in found]
@@ -207,9 +210,10 @@ def run_config(
         timeout_ms=20000,
         suffix_tokens=int(suffix) if suffix else CompletionSettings().suffix_tokens,
     )
-    extra_tokens = extra_budget if {"ctx", "imports", "defs"} & set(flags) else 0
+    extra_tokens = extra_budget if {"ctx", "imports", "defs", "defs3"} & set(flags) else 0
     results: dict[str, dict[str, Any]] = {}
-    definitions = HoleDefinitions() if "defs" in flags else None
+    asking = {"defs", "defs3"} & set(flags)
+    definitions = HoleDefinitions(3 if "defs3" in flags else 1) if asking else None
 
     async def one(hole: Hole) -> tuple[Any, float]:
         if "imports" in flags:

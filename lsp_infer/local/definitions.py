@@ -285,6 +285,32 @@ def _whole_lines(lines: list[str], chars_limit: int) -> str:
     return "\n".join(lines)
 
 
+# A module-level line that defines a name: "class X", "def f", "X = …", "export function f" …
+_TOP_LEVEL = re.compile(
+    r"(?:export\s+)?(?:default\s+)?(?:async\s+)?"
+    r"(?:def|class|function|func|fn|struct|interface|enum|trait|type|const|let|var)\s+\w"
+    r"|[A-Za-z_]\w*\s*(?::[^=\n]*)?=(?!=)"
+)
+
+
+def is_module(definition_line: int, name: str, target_uri: str) -> bool:
+    """Whether a definition is a whole module (``errors`` in ``errors.HeaderParseError``):
+    its first line, in a file named after it (``errors.py``, ``errors/__init__.py``)."""
+    if definition_line != 0:
+        return False
+    parts = target_uri.rstrip("/").rsplit("/", 2)
+    stem = parts[-1].split(".", 1)[0]
+    folder = parts[-2] if len(parts) > 1 else ""
+    return name in (stem, folder if stem in ("__init__", "index", "mod") else stem)
+
+
+def module_outline(text: str, chars_limit: int = EXCERPT_CHARS) -> str:
+    """What a module offers, from the start of it the editor sent: its module-level
+    definitions' first lines (class lines, signatures, constants), in order."""
+    lines = [line for line in text.split("\n") if line and _TOP_LEVEL.match(line)]
+    return _whole_lines(lines, chars_limit)
+
+
 def _doc(lines: list[str], start: int) -> list[int]:
     """The whole docstring, or run of comment lines, that opens a body at ``start``."""
     if start >= len(lines):
@@ -453,7 +479,9 @@ class EditorDefinitions:
             if (found.uri, found.line) in seen or self._excluded(found.uri):
                 continue
             seen.add((found.uri, found.line))
-            cut = excerpt(found.text, found.above)
+            # A module (``errors.`` near the cursor): the names it offers, not its docstring.
+            module = is_module(found.line, name, found.uri)
+            cut = module_outline(found.text) if module else excerpt(found.text, found.above)
             if cut:
                 chunks.append(DefinitionChunk(found.uri, found.line, cut))
         return chunks

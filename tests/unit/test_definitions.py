@@ -15,6 +15,8 @@ from lsp_infer.local.definitions import (
     code_only,
     excerpt,
     imported_names,
+    is_module,
+    module_outline,
     names_to_ask,
 )
 from lsp_infer.lsp.convert import (
@@ -168,6 +170,16 @@ def test_excerpt_keeps_the_doc_comment_above(above: str, kept: int) -> None:
     assert lines[:kept] == (above.split("\n")[-kept:] if kept not in (0, 8) else lines[:kept])
     if kept == 8:
         assert lines[0] == "/**" and lines[7] == " */"
+
+
+def test_a_module_is_shown_as_its_outline() -> None:
+    assert is_module(0, "errors", "file:///ws/email/errors.py")
+    assert is_module(0, "email", "file:///ws/email/__init__.py")
+    assert not is_module(3, "errors", "file:///ws/email/errors.py")  # a definition in it
+    assert not is_module(0, "HeaderError", "file:///ws/email/errors.py")
+    text = '"""Errors."""\n\nimport os\n\nclass MessageError(Exception):\n    """Base."""\n\n'
+    text += "def helper(x):\n    return x\nLIMIT = 3\n"
+    assert module_outline(text) == "class MessageError(Exception):\ndef helper(x):\nLIMIT = 3"
 
 
 def test_excerpt_is_bounded() -> None:
