@@ -132,6 +132,9 @@ class HoleDefinitions:
         editor = await self._editor(language)
         uri = own.as_uri()
         editor.open(uri, hole.text, language)
+        # The file has been open a moment before the user's first pause: a language server
+        # loading its project answers nothing until then (tsserver: [] on the first request).
+        await asyncio.sleep(OPEN_SECONDS)
         definitions = EditorDefinitions(editor, lambda _uri: False)  # type: ignore[arg-type]
         for _ in range(self.pauses):
             await definitions.refresh(uri, hole.text, hole.offset, budget_ms=60_000)
@@ -165,6 +168,7 @@ class HoleDefinitions:
               "definition in their prompt)")  # fmt: skip
 
 
+OPEN_SECONDS = 2.0
 LANGUAGE_SERVERS = {
     "python": [str(Path(sys.executable).parent / "jedi-language-server")],
     "typescript": [

@@ -379,23 +379,35 @@ class DefinitionChunk:
     text: str
 
 
+_UNKNOWN = object()
+# "The editor found none" is believed this long (seconds), then the name is asked again.
+NONE_TTL_S = 10.0
+
+
 class DefinitionCache:
     """The editor's answers per (document, name): a Definition, or None (it had none).
     Entries expire after TTL_S; an edit of a target file drops the entries pointing there."""
 
     def __init__(self, ttl: float = TTL_S, maxsize: int = 2048) -> None:
-        self._entries: TTLCache[tuple[str, str], Definition | None] = TTLCache(maxsize, ttl)
+        # A Definition, or the time.monotonic() when the editor had none.
+        self._entries: TTLCache[tuple[str, str], Definition | float] = TTLCache(maxsize, ttl)
         self._by_target: dict[str, set[tuple[str, str]]] = {}
 
     def get(self, uri: str, name: str) -> Definition | None:
         """The cached definition (None: none cached, or the editor had none)."""
-        return self._entries.get((uri, name))
+        found = self._entries.get((uri, name))
+        return found if isinstance(found, Definition) else None
 
     def known(self, uri: str, name: str) -> bool:
-        return (uri, name) in self._entries
+        """Whether the editor's answer is cached; "none found" only for NONE_TTL_S (a
+        language server still loading its project answers nothing at first)."""
+        found = self._entries.get((uri, name), _UNKNOWN)
+        if isinstance(found, float):
+            return time.monotonic() - found < NONE_TTL_S
+        return found is not _UNKNOWN
 
     def put(self, uri: str, name: str, definition: Definition | None) -> None:
-        self._entries[(uri, name)] = definition
+        self._entries[(uri, name)] = time.monotonic() if definition is None else definition
         if definition is not None:
             self._by_target.setdefault(definition.uri, set()).add((uri, name))
 

@@ -4,6 +4,7 @@ read leniently, and the wait bounded by context.definitionsMs (local/definitions
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -202,12 +203,20 @@ def test_cache_drops_what_an_edited_target_said_and_forgets_closed_documents() -
     assert not cache.known("file:///a.py", "g")
 
 
+def test_none_found_is_believed_for_a_while_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A language server loading its project answers nothing at first: ask again later.
+    cache = DefinitionCache()
+    cache.put("file:///a.py", "f", None)
+    assert cache.known("file:///a.py", "f") and cache.get("file:///a.py", "f") is None
+    now = time.monotonic()
+    monkeypatch.setattr(time, "monotonic", lambda: now + 11)
+    assert not cache.known("file:///a.py", "f")
+
+
 def test_cache_entries_expire() -> None:
     cache = DefinitionCache(ttl=0.01)
-    cache.put("file:///a.py", "f", None)
+    cache.put("file:///a.py", "f", Definition("file:///b.py", 0, "def f(): ..."))
     assert cache.known("file:///a.py", "f")
-    import time
-
     time.sleep(0.02)
     assert not cache.known("file:///a.py", "f")
 
