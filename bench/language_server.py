@@ -79,8 +79,8 @@ class LanguageServerEditor:
         else:
             self.client.text_document_did_change(
                 types.DidChangeTextDocumentParams(
-                    types.VersionedTextDocumentIdentifier(uri, version),
-                    [types.TextDocumentContentChangeWholeDocument(text)],
+                    text_document=types.VersionedTextDocumentIdentifier(version=version, uri=uri),
+                    content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
                 )
             )
 

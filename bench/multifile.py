@@ -221,7 +221,11 @@ class DefinitionsAnswerer:
         if file is None:
             reply({"definitions": []})
             return
-        self.editor.open(file.uri, file.text, "python")  # jedi gets the text as typed so far
+        try:  # never in the way of the reader of the server's messages
+            self.editor.open(file.uri, file.text, "python")  # the text as typed so far
+        except Exception:
+            reply(None)
+            return
         future = self._run(self.editor.answer(file.uri, params["positions"]))
         future.add_done_callback(
             lambda done: reply(done.result() if not done.exception() else None)
