@@ -23,11 +23,11 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from lsp_infer.editor import Definition
-from lsp_infer.lsp.convert import (
+from lsp_infer.editor import (
     DEFINITION_ABOVE_LINES,
     DEFINITION_TEXT_CHARS,
     DEFINITION_TEXT_LINES,
+    Definition,
 )
 from lsp_infer.positions import position_at
 

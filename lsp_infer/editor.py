@@ -25,6 +25,13 @@ class Replacement:
     new_text: str
 
 
+# What an editor sends of one definition (docs/protocol.md, ``lspInfer/definitions``): the
+# text from its line on, and the lines above it; more is cut off where the answer is read.
+DEFINITION_TEXT_LINES = 60
+DEFINITION_TEXT_CHARS = 8000
+DEFINITION_ABOVE_LINES = 10
+
+
 @dataclass(frozen=True)
 class Definition:
     """Where the editor's language server says a name is defined, and the target's text

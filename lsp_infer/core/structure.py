@@ -51,7 +51,8 @@ _OPENING = "(["
 _CLOSING = ")]"
 
 
-def _indent(line: str) -> int:
+def indent_width(line: str) -> int:
+    """Columns of leading whitespace (a tab as 4)."""
     expanded = line.expandtabs(4)
     return len(expanded) - len(expanded.lstrip(" "))
 
@@ -79,7 +80,7 @@ def enclosing_headers(lines: list[str], cursor_indent: int) -> list[list[list[in
         line = lines[index]
         if _blank(line) or len(line) > LONG_LINE:
             continue
-        indent = _indent(line)
+        indent = indent_width(line)
         if indent >= level or not line.strip().strip(")]};,"):
             continue  # inside the cursor's block, or only closes brackets
         level = indent
@@ -95,10 +96,10 @@ def _header_parts(lines: list[str], opener: int, limit: int) -> list[list[int]]:
         depth += depth_change(lines[end])
     parts = [list(range(opener, end + 1))]
     parts.extend([index] for index in body_doc(lines, end + 1, limit))
-    indent, above = _indent(lines[opener]), opener - 1
+    indent, above = indent_width(lines[opener]), opener - 1
     while above >= 0 and opener - above <= HEADER_LINES and not _blank(lines[above]):
         stripped = lines[above].lstrip()
-        if _indent(lines[above]) != indent or not stripped.startswith(("@", *_COMMENT)):
+        if indent_width(lines[above]) != indent or not stripped.startswith(("@", *_COMMENT)):
             break
         parts.append([above])
         above -= 1
@@ -253,7 +254,7 @@ def _take_headers(chosen: _Selection, budget: int, docs_tokens: int) -> None:
     decorators, innermost first, within ``docs_tokens`` more."""
     lines = chosen.lines
     cursor_line = lines[-1]
-    level = _indent(cursor_line) if cursor_line.strip() else _empty_line_level(lines)
+    level = indent_width(cursor_line) if cursor_line.strip() else _empty_line_level(lines)
     headers = enclosing_headers(lines, level)
     for parts in headers:
         chosen.take_all(parts[0], budget)
@@ -313,5 +314,5 @@ def _empty_line_level(lines: list[str]) -> int:
     for line in reversed(lines[:-1]):
         if line.strip():
             opens = line.rstrip().endswith((":", "{", "(", "[", "=>"))
-            return _indent(line) + (1 if opens else 0)
+            return indent_width(line) + (1 if opens else 0)
     return 0

@@ -31,8 +31,8 @@ from typing import Any
 
 from cachetools import TTLCache
 
-from lsp_infer.core.structure import body_doc, depth_change, enclosing_headers
-from lsp_infer.editor import Definition, Editor, EditorRequestFailed
+from lsp_infer.core.structure import body_doc, depth_change, enclosing_headers, indent_width
+from lsp_infer.editor import DEFINITION_TEXT_LINES, Definition, Editor, EditorRequestFailed
 from lsp_infer.stats import percentile
 
 log = logging.getLogger(__name__)
@@ -57,9 +57,6 @@ EXCERPT_LINES = 16
 EXCERPT_CHARS = 800
 # Of a docstring, its first lines only: the members after it say more.
 DOC_LINES = 5
-# What an editor may send for one definition (docs/protocol.md); more is cut off first.
-MAX_TEXT_LINES = 60
-MAX_TEXT_CHARS = 8000
 
 _NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 # Not worth a slot: keywords, and names every reader (and the model) knows.
@@ -83,11 +80,6 @@ _DEFINED_HERE = (
     r"|^[ \t]*{0}[ \t]*(?::[^=\n]*)?=(?!=)"
     r"|\bfor[ \t]+(?:[\w, \t(]*[ \t,(])?{0}\b[^\n]*[ \t]in\b|\bas[ \t]+{0}\b"
 )
-
-
-def _indent(line: str) -> int:
-    expanded = line.expandtabs(4)
-    return len(expanded) - len(expanded.lstrip(" "))
 
 
 def defined_here(name: str, text: str) -> bool:
@@ -209,7 +201,7 @@ def _enclosing_signatures(text: str, offset: int, line_start: int) -> list[tuple
     lead = text[line_start:offset]
     line_end = text.find("\n", offset)
     cursor_line = text[line_start : len(text) if line_end < 0 else line_end]
-    indent = _indent(lead) if not lead.strip() else _indent(cursor_line)
+    indent = indent_width(lead) if not lead.strip() else indent_width(cursor_line)
     starts = [window_start]
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line) + 1)
@@ -252,7 +244,7 @@ def excerpt(
     body; then, for a class (interface, struct, enum …), its members' first lines one level
     in (fields, method signatures), else the first lines of its body. Whole lines, at most
     ``lines_limit`` and ``chars_limit``; the definition's end stops it."""
-    lines = text.split("\n")[:MAX_TEXT_LINES]
+    lines = text.split("\n")[:DEFINITION_TEXT_LINES]
     if not lines or not lines[0].strip():
         return ""
     header_end, depth = 0, depth_change(lines[0])
@@ -265,12 +257,12 @@ def excerpt(
     if len(doc) > DOC_LINES:  # a long docstring: its start, closed again
         opening = lines[doc[0]]
         quote = next((q for q in ('"""', "'''") if q in opening), "")
-        kept.append(" " * _indent(opening) + quote)
-    indent = _indent(lines[0])
+        kept.append(" " * indent_width(opening) + quote)
+    indent = indent_width(lines[0])
     body = _body(lines, (doc[-1] if doc else header_end) + 1, indent)
     if _CONTAINER.match(lines[0]) and body:
-        member_indent = _indent(lines[body[0]])
-        body = [index for index in body if _indent(lines[index]) <= member_indent]
+        member_indent = indent_width(lines[body[0]])
+        body = [index for index in body if indent_width(lines[index]) <= member_indent]
     kept += [lines[index] for index in body]
     return _whole_lines(kept[:lines_limit], chars_limit)
 
@@ -335,7 +327,7 @@ def _body(lines: list[str], start: int, indent: int) -> list[int]:
         line = lines[index]
         if not line.strip():
             continue
-        if _indent(line) <= indent:
+        if indent_width(line) <= indent:
             if line.strip().rstrip(";,") in ("}", "]", ")", "end"):
                 body.append(index)
             break

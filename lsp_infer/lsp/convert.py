@@ -10,7 +10,14 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from lsp_infer.documents import TextChange
-from lsp_infer.editor import Definition, EditorRequestFailed, Replacement
+from lsp_infer.editor import (
+    DEFINITION_ABOVE_LINES,
+    DEFINITION_TEXT_CHARS,
+    DEFINITION_TEXT_LINES,
+    Definition,
+    EditorRequestFailed,
+    Replacement,
+)
 from lsp_infer.positions import ENCODINGS, Encoding, line_starts, position_at
 from lsp_infer.team.refactor_batches import RefactorOffer
 
@@ -32,10 +39,6 @@ WARM_METHOD = "lspInfer/warm"
 # Request to the editor, only if it announced experimental.lspInfer.definitions: where the
 # names at these positions are defined (docs/protocol.md).
 DEFINITIONS_METHOD = "lspInfer/definitions"
-# What is kept of the text the editor sends for one definition (it may send more).
-DEFINITION_TEXT_LINES = 60
-DEFINITION_TEXT_CHARS = 8000
-DEFINITION_ABOVE_LINES = 10  # of the lines above the definition (``above``)
 
 
 def encoding_from(kind: str | types.PositionEncodingKind | None) -> Encoding:

@@ -46,6 +46,19 @@ def answer_from_disk(params: Any) -> dict[str, Any]:
     return {"definitions": found}
 
 
+def answer_definitions_from_disk(client: LanguageClient) -> list[Any]:
+    """The client answers lspInfer/definitions from the files on disk; the list collects
+    the params of every request it got."""
+    asked: list[Any] = []
+
+    @client.feature("lspInfer/definitions")
+    def definitions(params: Any) -> dict[str, Any]:
+        asked.append(params)
+        return answer_from_disk(params)
+
+    return asked
+
+
 def find_definition(folder: Path, name: str) -> dict[str, Any] | None:
     for file in sorted(folder.glob("*.py")):
         lines = file.read_text().split("\n")
@@ -71,13 +84,7 @@ async def until(client: LanguageClient, done: Any, what: str) -> dict[str, Any]:
 
 
 async def test_a_definition_in_a_file_that_is_not_open(client: LanguageClient, tmp_path: Path):
-    asked: list[Any] = []
-
-    @client.feature("lspInfer/definitions")
-    def definitions(params: Any) -> dict[str, Any]:
-        asked.append(params)
-        return answer_from_disk(params)
-
+    asked = answer_definitions_from_disk(client)
     (tmp_path / "network.py").write_text(NETWORK)
     (tmp_path / "main.py").write_text(MAIN)
     options = {"context": {"enabled": True, "idleMs": 200, "definitionsMs": 2000}}
@@ -102,13 +109,7 @@ async def test_a_definition_in_a_file_that_is_not_open(client: LanguageClient, t
 async def test_a_client_that_does_not_announce_it_is_never_asked(
     client: LanguageClient, tmp_path: Path
 ):
-    asked: list[Any] = []
-
-    @client.feature("lspInfer/definitions")
-    def definitions(params: Any) -> dict[str, Any]:
-        asked.append(params)
-        return answer_from_disk(params)
-
+    asked = answer_definitions_from_disk(client)
     (tmp_path / "network.py").write_text(NETWORK)
     options = {"context": {"enabled": True, "idleMs": 200}}
     await initialize(client, options=options, workspace=tmp_path, definitions=False)
