@@ -333,10 +333,14 @@ def _run_vllm(command: list[str], env: dict[str, str], vllm: InstalledVllm) -> i
         stopped.append(received)
         process.send_signal(received)
 
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, pass_on)
-    code = process.wait()
-    if code > 0 and not stopped:
+    passed = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    before = {number: signal.signal(number, pass_on) for number in passed}
+    try:
+        code = process.wait()
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+    if code != 0 and not stopped:
         print(f"lsp-infer team-server: {exit_explained(code, vllm)}", file=sys.stderr)
     return code if code >= 0 else 128 - code
 

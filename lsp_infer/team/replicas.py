@@ -129,6 +129,8 @@ class Replica:
             "inFlight": self.in_flight,
             "requests": self.requests,
             "failures": self.failures,
+            # False once it refused the `priority` field (then sent without it)
+            "acceptsPriority": self.takes_priority,
             "p50Ms": percentile(latencies, 0.50),
             "p95Ms": percentile(latencies, 0.95),
         }

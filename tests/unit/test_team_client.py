@@ -97,9 +97,11 @@ async def test_a_server_without_priority_scheduling_gets_the_request_without_it(
         return done("ok")
 
     team = client(handler, priority=True)
+    assert team.replicas[0].as_json()["acceptsPriority"] is True
     assert (await team.completion("p", 5, priority=0)).text == "ok"
     assert (await team.completion("p", 5, priority=0)).text == "ok"
     assert ["priority" in b for b in bodies] == [True, False, False]  # asked once, then never
+    assert team.replicas[0].as_json()["acceptsPriority"] is False  # the stats say so
 
 
 async def test_chat_stream_is_assembled() -> None:
