@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lsp_infer.core.structure import indent_width
 from lsp_infer.core.window import CursorLine
 
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
@@ -26,11 +27,6 @@ class Processed:
     text: str
     # True when a rule cut off a complete line (generation can stop early then).
     truncated: bool
-
-
-def _indent(line: str) -> int:
-    expanded = line.expandtabs(4)
-    return len(expanded) - len(expanded.lstrip(" "))
 
 
 def _imbalance(text: str) -> int:
@@ -123,7 +119,7 @@ def _scope_lines(lines: list[str], line: CursorLine) -> tuple[list[str], bool]:
     """Lines up to (not including) the first that leaves the cursor's block."""
     first_full = line.before + lines[0]
     if first_full.strip():
-        scope = _indent(first_full)
+        scope = indent_width(first_full)
         opens_block = _opens_block(first_full)
     else:
         # Cursor on a blank line: the scope is set by the first line that has code.
@@ -133,10 +129,10 @@ def _scope_lines(lines: list[str], line: CursorLine) -> tuple[list[str], bool]:
         if not current.strip():
             continue
         if scope < 0:
-            scope = _indent(current)
+            scope = indent_width(current)
             opens_block = _opens_block(current)
             continue
-        indent = _indent(current)
+        indent = indent_width(current)
         if opens_block:
             if indent <= scope:
                 # A closing bracket at the block's own level ends it and belongs to it.
