@@ -25,9 +25,8 @@ from pygls.lsp.client import LanguageClient
 
 from lsp_infer.editor import (
     DEFINITION_ABOVE_LINES,
-    DEFINITION_TEXT_CHARS,
-    DEFINITION_TEXT_LINES,
     Definition,
+    definition_text_bounds,
 )
 from lsp_infer.positions import position_at
 
@@ -149,5 +148,6 @@ def read_from(uri: str, line: int) -> tuple[str, str]:
         lines = Path(unquote(urlparse(uri).path)).read_text(errors="replace").split("\n")
     except OSError:
         return "", ""
-    text = "\n".join(lines[line : line + DEFINITION_TEXT_LINES])[:DEFINITION_TEXT_CHARS]
+    max_lines, max_chars = definition_text_bounds(line)
+    text = "\n".join(lines[line : line + max_lines])[:max_chars]
     return text, "\n".join(lines[max(0, line - DEFINITION_ABOVE_LINES) : line])

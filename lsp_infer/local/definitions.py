@@ -26,7 +26,7 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cachetools import TTLCache
@@ -296,11 +296,46 @@ def is_module(definition_line: int, name: str, target_uri: str) -> bool:
     return name in (stem, folder if stem in ("__init__", "index", "mod") else stem)
 
 
-def module_outline(text: str, chars_limit: int = EXCERPT_CHARS) -> str:
-    """What a module offers, from the start of it the editor sent: its module-level
-    definitions' first lines (class lines, signatures, constants), in order."""
-    lines = [line for line in text.split("\n") if line and _TOP_LEVEL.match(line)]
-    return _whole_lines(lines, chars_limit)
+def module_outline(text: str, used: Iterable[str] = (), chars_limit: int = EXCERPT_CHARS) -> str:
+    """What a module offers, from what the editor sent of it: its module-level definitions'
+    first lines (class lines, signatures, constants), in order. When they do not all fit, the
+    names the file being completed already uses from the module (``used``: ``X`` of
+    ``module.X``) are kept first: what a file used once it often uses again."""
+    lines = top_level_lines(text).split("\n")
+    if sum(len(line) + 1 for line in lines) <= chars_limit + 1:
+        return "\n".join(lines)
+    wanted = set(used)
+    first = [i for i, line in enumerate(lines) if _defined_name(line) in wanted]
+    order = first + [i for i in range(len(lines)) if i not in set(first)]
+    kept: set[int] = set()
+    room = chars_limit + 1
+    for index in order:
+        if len(lines[index]) + 1 <= room:
+            kept.add(index)
+            room -= len(lines[index]) + 1
+    return "\n".join(line for i, line in enumerate(lines) if i in kept)
+
+
+def top_level_lines(text: str) -> str:
+    """The lines of ``text`` that define a module-level name, joined."""
+    return "\n".join(line for line in text.split("\n") if line and _TOP_LEVEL.match(line))
+
+
+_DEFINED_NAME = re.compile(
+    r"(?:export\s+)?(?:default\s+)?(?:async\s+)?"
+    r"(?:def|class|function|func|fn|struct|interface|enum|trait|type|const|let|var)\s+(\w+)"
+    r"|([A-Za-z_]\w*)"
+)
+
+
+def _defined_name(line: str) -> str:
+    match = _DEFINED_NAME.match(line)
+    return (match.group(1) or match.group(2) or "") if match else ""
+
+
+def used_from(module: str, text: str) -> list[str]:
+    """The names ``text`` uses from ``module`` as ``module.X``."""
+    return re.findall(rf"(?<![\w.]){re.escape(module)}\.([A-Za-z_]\w*)", text)
 
 
 def _doc(lines: list[str], start: int) -> list[int]:
@@ -399,6 +434,9 @@ class DefinitionCache:
         return found is not _UNKNOWN
 
     def put(self, uri: str, name: str, definition: Definition | None) -> None:
+        if definition is not None and is_module(definition.line, name, definition.uri):
+            # Up to 200,000 characters came for a module; its outline needs only these lines.
+            definition = replace(definition, text=top_level_lines(definition.text))
         self._entries[(uri, name)] = time.monotonic() if definition is None else definition
         if definition is not None:
             self._by_target.setdefault(definition.uri, set()).add((uri, name))
@@ -485,7 +523,10 @@ class EditorDefinitions:
             seen.add((found.uri, found.line))
             # A module (``errors.`` near the cursor): the names it offers, not its docstring.
             module = is_module(found.line, name, found.uri)
-            cut = module_outline(found.text) if module else excerpt(found.text, found.above)
+            if module:
+                cut = module_outline(found.text, used_from(name, text))
+            else:
+                cut = excerpt(found.text, found.above)
             if cut:
                 chunks.append(DefinitionChunk(found.uri, found.line, cut))
         return chunks

@@ -13,10 +13,10 @@ from lsp_infer.documents import TextChange
 from lsp_infer.editor import (
     DEFINITION_ABOVE_LINES,
     DEFINITION_TEXT_CHARS,
-    DEFINITION_TEXT_LINES,
     Definition,
     EditorRequestFailed,
     Replacement,
+    definition_text_bounds,
 )
 from lsp_infer.positions import ENCODINGS, Encoding, line_starts, position_at
 from lsp_infer.team.refactor_batches import RefactorOffer
@@ -268,7 +268,8 @@ def _definition(entry: Any) -> Definition | None:
         return None
     if line < 0 or isinstance(line, bool):
         return None
-    lines = text[:DEFINITION_TEXT_CHARS].split("\n")[:DEFINITION_TEXT_LINES]
+    max_lines, max_chars = definition_text_bounds(line)
+    lines = text[:max_chars].split("\n")[:max_lines]
     above = entry.get("above")
     above_lines = above[-DEFINITION_TEXT_CHARS:].split("\n")[-DEFINITION_ABOVE_LINES:] if (
         isinstance(above, str) and above) else []  # fmt: skip

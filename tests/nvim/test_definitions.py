@@ -193,6 +193,11 @@ def test_conversion_cut_and_reading(
     )
     assert editor.lua(cut, ["é" * 9000]) == "é" * 8000
     assert editor.lua(cut, ["ab", "é" * 7995, "cd"]) == "ab\n" + "é" * 7995 + "\nc"
+    # A definition on a file's first line (a module imported whole) is sent up to 5000 lines
+    # and 200,000 characters, the others up to 60 and 8000.
+    bounds = "return { require('lsp_infer.definitions').bounds(...) }"
+    assert editor.lua(bounds, 0) == [5000, 200_000] and editor.lua(bounds, 1) == [60, 8000]
+    assert editor.lua(cut, ["x = 1"] * 6000, 5000, 200_000) == "\n".join(["x = 1"] * 5000)
 
     # A file from disk: only the lines asked for; CRLF endings dropped; a line past the end is
     # nothing; so is a missing file or a folder.
@@ -206,6 +211,8 @@ def test_conversion_cut_and_reading(
     ]
     assert editor.lua(read, str(big), 49_999, 60) == ["x49999 = 49999"]
     assert editor.lua(read, str(big), 50_000, 60) is None
+    whole = editor.lua(read, str(big), 0, 5000, 200_000)  # a module's text, read far enough
+    assert len(whole) == 5000 and whole[-1] == "x4999 = 4999"
     assert editor.lua(read, str(tmp_path / "missing.py"), 0, 60) is None
     assert editor.lua(read, str(tmp_path), 0, 60) is None
     one_line = tmp_path / "one_line.py"

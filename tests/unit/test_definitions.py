@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from lsp_infer.editor import Definition, EditorRequestFailed
+from lsp_infer.editor import MODULE_TEXT_CHARS, MODULE_TEXT_LINES, Definition, EditorRequestFailed
 from lsp_infer.local.definitions import (
     DefinitionCache,
     EditorDefinitions,
@@ -19,6 +19,7 @@ from lsp_infer.local.definitions import (
     is_module,
     module_outline,
     names_to_ask,
+    used_from,
 )
 from lsp_infer.lsp.convert import (
     announces_definitions,
@@ -183,6 +184,32 @@ def test_a_module_is_shown_as_its_outline() -> None:
     assert module_outline(text) == "class MessageError(Exception):\ndef helper(x):\nLIMIT = 3"
 
 
+LONG_MODULE = "".join(f"class Error{i}(Exception):\n    pass\n\n" for i in range(100))
+
+
+@pytest.mark.parametrize(
+    ("used", "kept"),
+    [
+        # Nothing used yet: the first definitions that fit, in order.
+        ((), ["Error0", "Error1", "Error2"]),
+        # The ones the file already uses from the module come first, shown in file order.
+        (("Error97", "Error3", "missing"), ["Error0", "Error3", "Error97"]),
+    ],
+)
+def test_a_long_modules_outline_keeps_what_the_file_uses(
+    used: tuple[str, ...], kept: list[str]
+) -> None:
+    """The outline of a module the editor sent whole (a definition on its first line), when
+    its definitions do not all fit."""
+    outline = module_outline(LONG_MODULE, used, chars_limit=len("class Error00(Exception):\n") * 3)
+    assert [line.split("(")[0].removeprefix("class ") for line in outline.split("\n")] == kept
+
+
+def test_used_from() -> None:
+    text = "x = errors.A()\nraise errors.B\nmy_errors.C\nself.errors.D\nerrors .E\n"
+    assert used_from("errors", text) == ["A", "B"]
+
+
 def test_excerpt_is_bounded() -> None:
     huge = "def f():\n" + "".join(f"    x{i} = {'y' * 200}\n" for i in range(10_000))
     cut = excerpt(huge)
@@ -274,10 +301,16 @@ def test_definitions_result_that_is_not_one(result: object) -> None:
         definitions_result(result, 1)
 
 
-def test_a_huge_definition_text_is_cut() -> None:
-    entry = {"uri": "file:///b.py", "range": {"start": {"line": 0}}, "text": "x = 1\n" * 50_000}
+@pytest.mark.parametrize(
+    ("line", "max_lines", "max_chars"),
+    [(3, 60, 8000), (0, MODULE_TEXT_LINES, MODULE_TEXT_CHARS)],  # line 0: likely a whole module
+)
+def test_a_huge_definition_text_is_cut(line: int, max_lines: int, max_chars: int) -> None:
+    text = "x = 1\n" * 50_000
+    entry = {"uri": "file:///b.py", "range": {"start": {"line": line}}, "text": text}
     (found,) = definitions_result({"definitions": [entry]}, 1)
-    assert found is not None and found.text.count("\n") < 60 and len(found.text) <= 8000
+    assert found is not None and found.text.count("\n") == max_lines - 1
+    assert len(found.text) <= max_chars
 
 
 def test_announcement_and_params() -> None:
@@ -376,3 +409,20 @@ async def test_an_edit_of_the_target_file_asks_again() -> None:
     definitions.changed("file:///lib/alpha.py")
     await definitions.refresh(URI, TEXT, len(TEXT) - 1, budget_ms=100)
     assert len(editor.asked) == 2 and len(editor.asked[1]) == 1
+
+
+def test_a_module_is_cached_as_its_top_level_lines_only() -> None:
+    """Up to 200,000 characters come for a module; the cache keeps what its outline needs."""
+    cache = DefinitionCache()
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(2000))
+    cache.put("file:///a.py", "errors", Definition("file:///errors.py", 0, body))
+    kept = cache.get("file:///a.py", "errors")
+    assert isinstance(kept, Definition) and kept.text.split("\n")[-1] == "def f1999(x):"
+    assert "return" not in kept.text and len(kept.text) < len(body) / 2
+    assert module_outline(kept.text, ["f1999"]).startswith("def f0(x):")
+    assert "def f1999(x):" in module_outline(kept.text, ["f1999"])
+    # A definition that is not a module is kept as it came.
+    cache.put("file:///a.py", "f3", Definition("file:///errors.py", 9, "def f3(x):\n    return x"))
+    assert cache.get("file:///a.py", "f3") == Definition(
+        "file:///errors.py", 9, "def f3(x):\n    return x"
+    )

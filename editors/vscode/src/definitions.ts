@@ -14,6 +14,17 @@ export const MAX_LINES = 60;
 export const MAX_CHARS = 8000;
 /** Lines sent from above the definition's line: a doc comment or decorators live there. */
 export const ABOVE_LINES = 10;
+/**
+ * A definition on a file's first line is most often the file itself (a module imported whole):
+ * it is sent up to these, so that the server's outline of it reaches its last definitions.
+ */
+export const MODULE_MAX_LINES = 5000;
+export const MODULE_MAX_CHARS = 200000;
+
+/** The lines and characters sent of a definition starting on `line` (0-based). */
+export function textBounds(line: number): [number, number] {
+  return line === 0 ? [MODULE_MAX_LINES, MODULE_MAX_CHARS] : [MAX_LINES, MAX_CHARS];
+}
 /** The server sends at most 8 positions; more than this get null without being looked up. */
 export const MAX_POSITIONS = 32;
 /**
@@ -194,7 +205,7 @@ async function lookUp<U extends UriLike>(host: DefinitionsHost<U>, uri: string, 
   }
   const lines = await host.read(target.uri);
   const line = target.range.start.line;
-  const text = definitionText(lines, line);
+  const text = definitionText(lines, line, ...textBounds(line));
   if (text === undefined) {
     return null;
   }

@@ -13,7 +13,10 @@ import {
   MAX_CHARS,
   MAX_LINES,
   MAX_POSITIONS,
+  MODULE_MAX_CHARS,
+  MODULE_MAX_LINES,
   parseParams,
+  textBounds,
   type TextLines,
   textLines,
 } from '../src/definitions';
@@ -169,6 +172,17 @@ describe('lspInfer/definitions: the answer', () => {
       ],
     });
     assert.deepEqual(h.asked.sort(), ['file:///ws/main.ts@5:10', 'file:///ws/main.ts@6:2', 'file:///ws/main.ts@7:0']);
+  });
+
+  test(`a definition on a file's first line (a module imported whole): up to ${MODULE_MAX_LINES} lines, the others ${MAX_LINES}`, async () => {
+    assert.deepEqual(textBounds(0), [MODULE_MAX_LINES, MODULE_MAX_CHARS]);
+    assert.deepEqual(textBounds(1), [MAX_LINES, MAX_CHARS]);
+    const module = Array.from({ length: 300 }, (_, i) => `export const c${i} = ${i};`).join('\n');
+    const h = host({ '1:0': [{ uri: new FakeUri('file:///ws/consts.ts'), range: range(0, 0, 0, 0) }], '2:0': [{ uri: new FakeUri('file:///ws/consts.ts'), range: range(5, 13, 5, 15) }] }, { 'file:///ws/consts.ts': module });
+    const result = await answerDefinitions(PARAMS([{ line: 1, character: 0 }, { line: 2, character: 0 }]), h, { budgetMs: 1000 });
+    const [whole, one] = (result as { definitions: { text: string }[] }).definitions;
+    assert.equal(whole.text, module, 'the whole module');
+    assert.equal(one.text.split('\n').length, MAX_LINES);
   });
 
   test('a failed position is null, the others are answered: a provider error, an unreadable target, a stale range, a malformed position', async () => {

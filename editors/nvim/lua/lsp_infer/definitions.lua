@@ -25,10 +25,23 @@ M.DEFINITION = "textDocument/definition"
 M.MAX_LINES = 60 -- of the target's text, from range.start.line
 M.MAX_CHARS = 8000 -- Unicode code points of it
 M.ABOVE_LINES = 10 -- lines sent from above the definition's line (doc comments, decorators)
+-- A definition on a file's first line is most often the file itself (a module imported whole):
+-- sent up to these, so that the server's outline of it reaches its last definitions.
+M.MODULE_MAX_LINES = 5000
+M.MODULE_MAX_CHARS = 200000
 M.MAX_POSITIONS = 32 -- asked per request (the server sends at most 8); the rest get null
 local CHUNK = 16384 -- bytes read from a file at a time
-local MAX_TAIL = 4 * M.MAX_CHARS + 4 * M.MAX_LINES -- bytes from the start line: enough for the cut
 local MAX_SCAN = 32 * 1024 * 1024 -- a start line further into a file than this is not looked for
+
+--- The lines and characters sent of a definition starting on `line` (0-based).
+---@param line integer
+---@return integer, integer
+function M.bounds(line)
+  if line == 0 then
+    return M.MODULE_MAX_LINES, M.MODULE_MAX_CHARS
+  end
+  return M.MAX_LINES, M.MAX_CHARS
+end
 
 --- The capabilities to announce (merged by the runtime into its defaults on 0.11+; 0.10 takes
 --- the given table whole, so it gets the defaults here), or nil with the option off.
@@ -111,13 +124,16 @@ end
 -- -- the target's text ----------------------------------------------------------------------
 
 --- `count` lines from line `first` (0-based) of a file, without reading more of it than that
---- needs (and at most MAX_TAIL bytes from the start of line `first`); nil when the file cannot
+--- needs (and at most the bytes of `max_chars` characters, 4 each, and `count` line ends from the
+--- start of line `first`: enough for the cut); nil when the file cannot
 --- be read or has no line `first`.
 ---@param path string
 ---@param first integer
 ---@param count integer
+---@param max_chars integer? MAX_CHARS unless given
 ---@return string[]?
-function M.read_file(path, first, count)
+function M.read_file(path, first, count, max_chars)
+  local limit = 4 * (max_chars or M.MAX_CHARS) + 4 * count
   local file = io.open(path, "rb")
   if not file then
     return nil
@@ -147,7 +163,7 @@ function M.read_file(path, first, count)
           return nil
         end
       end
-      if tail and (#tail >= MAX_TAIL or select(2, tail:gsub("\n", "")) >= count) then
+      if tail and (#tail >= limit or select(2, tail:gsub("\n", "")) >= count) then
         return tail
       end
     end
@@ -156,7 +172,7 @@ function M.read_file(path, first, count)
   if not ok or type(tail) ~= "string" or tail == "" then
     return nil
   end
-  local body = tail:sub(1, MAX_TAIL)
+  local body = tail:sub(1, limit)
   if body:sub(-1) ~= "\n" then
     body = body .. "\n" -- the last line has no newline (or was cut)
   end
@@ -191,8 +207,9 @@ end
 ---@param uri string
 ---@param first integer
 ---@param count integer
+---@param max_chars integer? of the file's text, for a file read from disk (MAX_CHARS)
 ---@return string[]?
-function M.read(uri, first, count)
+function M.read(uri, first, count, max_chars)
   local bufnr = M.loaded_buffer(uri)
   if bufnr then
     local lines = api.nvim_buf_get_lines(bufnr, first, first + count, false)
@@ -201,21 +218,24 @@ function M.read(uri, first, count)
   if not uri:match("^file:") then
     return nil
   end
-  return M.read_file(vim.uri_to_fname(uri), first, count)
+  return M.read_file(vim.uri_to_fname(uri), first, count, max_chars)
 end
 
---- The text an answer carries: at most MAX_LINES lines, then at most MAX_CHARS characters
---- (code points, as the server counts them).
+--- The text an answer carries: at most `max_lines` lines (MAX_LINES), then at most `max_chars`
+--- characters (MAX_CHARS; code points, as the server counts them).
 ---@param lines string[]
+---@param max_lines integer?
+---@param max_chars integer?
 ---@return string
-function M.cut(lines)
-  local text = table.concat(lines, "\n", 1, math.min(#lines, M.MAX_LINES))
+function M.cut(lines, max_lines, max_chars)
+  max_lines, max_chars = max_lines or M.MAX_LINES, max_chars or M.MAX_CHARS
+  local text = table.concat(lines, "\n", 1, math.min(#lines, max_lines))
   local chars = 0
   for i = 1, #text do
     local byte = text:byte(i)
     if byte < 0x80 or byte >= 0xC0 then -- not a continuation byte: a character starts here
       chars = chars + 1
-      if chars > M.MAX_CHARS then
+      if chars > max_chars then
         return text:sub(1, i - 1)
       end
     end
@@ -268,7 +288,8 @@ function M.entry(result, from, to)
   end
   local first = range.start.line
   local from = math.max(0, first - M.ABOVE_LINES)
-  local read = M.read(uri, from, M.MAX_LINES + first - from)
+  local max_lines, max_chars = M.bounds(first)
+  local read = M.read(uri, from, max_lines + first - from, max_chars)
   if not read or #read <= first - from then
     return nil
   end
@@ -286,7 +307,7 @@ function M.entry(result, from, to)
           or finish.character,
       },
     },
-    text = M.cut(lines),
+    text = M.cut(lines, max_lines, max_chars),
     above = above ~= "" and above:sub(1, M.MAX_CHARS) or nil,
   }
 end
