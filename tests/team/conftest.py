@@ -103,6 +103,16 @@ class TeamServer:
         raise AssertionError(f"timed out waiting for {what}: {self.logged()}")
 
 
+async def message_shown(client: LanguageClient, text: str, timeout: float = 30) -> list[str]:
+    """The editor's messages, once one holding ``text`` has come: a batch's summary is shown
+    when the batch ends, which may be after the command's answer."""
+    deadline = time.monotonic() + timeout
+    while not any(text in m.message for m in client.messages):
+        assert time.monotonic() < deadline, f"no message with {text!r}: {client.messages}"
+        await asyncio.sleep(0.05)
+    return [m.message for m in client.messages]
+
+
 def marker() -> str:
     """A name no other test's request contains (the proxy's log is shared by the session)."""
     return f"m{uuid.uuid4().hex[:10]}"

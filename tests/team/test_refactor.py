@@ -17,6 +17,7 @@ from .conftest import (
     TeamServer,
     apply_text_edits,
     free_port,
+    message_shown,
     open_file,
     run_command,
     start,
@@ -144,8 +145,7 @@ async def test_wrong_key(client: LanguageClient, team_server: TeamServer, tmp_pa
         client, "lspInfer.refactorFile", {"uri": uri, "instruction": INSTRUCTION}
     )
     assert outcome(result)["status"] == "failed" and "API key" in outcome(result)["message"]
-    assert any("team.apiKey" in m.message for m in client.messages)
-    assert all("sk-wrong" not in m.message for m in client.messages)
+    assert all("sk-wrong" not in m for m in await message_shown(client, "team.apiKey"))
     assert client.editor.edits == []  # type: ignore[attr-defined]
     await assert_local_completions_still_work(client, tmp_path)
 

@@ -30,6 +30,7 @@ from .conftest import (
     TeamServer,
     cancel,
     marker,
+    message_shown,
     open_file,
     run_command,
     start,
@@ -148,6 +149,5 @@ async def test_a_wrong_key_is_refused_behind_the_router(
     uri = open_file(client, tmp_path / "k.py", source(marker()))
     result = await run_command(client, REFACTOR_FILE, {"uri": uri, "instruction": INSTRUCTION})
     assert statuses(result) == ["failed"], result
-    assert any("team.apiKey" in m.message for m in client.messages)
-    assert all("sk-wrong" not in m.message for m in client.messages)
+    assert all("sk-wrong" not in m for m in await message_shown(client, "team.apiKey"))
     assert client.editor.edited(uri) == []  # type: ignore[attr-defined]
