@@ -32,7 +32,13 @@ from typing import Any
 from cachetools import TTLCache
 
 from lsp_infer.core.structure import body_doc, depth_change, enclosing_headers, indent_width
-from lsp_infer.editor import DEFINITION_TEXT_LINES, Definition, Editor, EditorRequestFailed
+from lsp_infer.editor import (
+    DEFINITION_TEXT_CHARS,
+    DEFINITION_TEXT_LINES,
+    Definition,
+    Editor,
+    EditorRequestFailed,
+)
 from lsp_infer.stats import percentile
 
 log = logging.getLogger(__name__)
@@ -306,7 +312,8 @@ def module_outline(text: str, used: Iterable[str] = (), chars_limit: int = EXCER
         return "\n".join(lines)
     wanted = set(used)
     first = [i for i, line in enumerate(lines) if _defined_name(line) in wanted]
-    order = first + [i for i in range(len(lines)) if i not in set(first)]
+    chosen = set(first)
+    order = first + [i for i in range(len(lines)) if i not in chosen]
     kept: set[int] = set()
     room = chars_limit + 1
     for index in order:
@@ -437,6 +444,10 @@ class DefinitionCache:
         if definition is not None and is_module(definition.line, name, definition.uri):
             # Up to 200,000 characters came for a module; its outline needs only these lines.
             definition = replace(definition, text=top_level_lines(definition.text))
+        elif definition is not None and definition.line == 0:
+            # Sent as long as a module's (it starts a file); its cut reads the first lines only.
+            cut = "\n".join(definition.text.split("\n")[:DEFINITION_TEXT_LINES])
+            definition = replace(definition, text=cut[:DEFINITION_TEXT_CHARS])
         self._entries[(uri, name)] = time.monotonic() if definition is None else definition
         if definition is not None:
             self._by_target.setdefault(definition.uri, set()).add((uri, name))

@@ -421,7 +421,11 @@ def test_a_module_is_cached_as_its_top_level_lines_only() -> None:
     assert "return" not in kept.text and len(kept.text) < len(body) / 2
     assert module_outline(kept.text, ["f1999"]).startswith("def f0(x):")
     assert "def f1999(x):" in module_outline(kept.text, ["f1999"])
-    # A definition that is not a module is kept as it came.
+    # A definition that starts a file but is not a module: kept to what its cut reads.
+    cache.put("file:///a.py", "f0", Definition("file:///errors.py", 0, body))
+    first = cache.get("file:///a.py", "f0")
+    assert isinstance(first, Definition) and first.text == "\n".join(body.split("\n")[:60])
+    # A definition elsewhere is kept as it came.
     cache.put("file:///a.py", "f3", Definition("file:///errors.py", 9, "def f3(x):\n    return x"))
     assert cache.get("file:///a.py", "f3") == Definition(
         "file:///errors.py", 9, "def f3(x):\n    return x"
