@@ -26,6 +26,7 @@ from pygls.lsp.client import LanguageClient
 from lsp_infer.editor import (
     DEFINITION_ABOVE_LINES,
     Definition,
+    cut_text,
     definition_text_bounds,
 )
 from lsp_infer.positions import position_at
@@ -148,6 +149,5 @@ def read_from(uri: str, line: int) -> tuple[str, str]:
         lines = Path(unquote(urlparse(uri).path)).read_text(errors="replace").split("\n")
     except OSError:
         return "", ""
-    max_lines, max_chars = definition_text_bounds(line)
-    text = "\n".join(lines[line : line + max_lines])[:max_chars]
+    text = cut_text("\n".join(lines[line:]), *definition_text_bounds(line))
     return text, "\n".join(lines[max(0, line - DEFINITION_ABOVE_LINES) : line])

@@ -45,6 +45,11 @@ def definition_text_bounds(line: int) -> tuple[int, int]:
     return DEFINITION_TEXT_LINES, DEFINITION_TEXT_CHARS
 
 
+def cut_text(text: str, max_lines: int, max_chars: int) -> str:
+    """At most ``max_lines`` lines of ``text``, and at most ``max_chars`` characters."""
+    return "\n".join(text[:max_chars].split("\n")[:max_lines])
+
+
 @dataclass(frozen=True)
 class Definition:
     """Where the editor's language server says a name is defined, and the target's text

@@ -38,6 +38,7 @@ from lsp_infer.editor import (
     Definition,
     Editor,
     EditorRequestFailed,
+    cut_text,
 )
 from lsp_infer.stats import percentile
 
@@ -286,8 +287,8 @@ def _whole_lines(lines: list[str], chars_limit: int) -> str:
 # A module-level line that defines a name: "class X", "def f", "X = …", "export function f" …
 _TOP_LEVEL = re.compile(
     r"(?:export\s+)?(?:default\s+)?(?:async\s+)?"
-    r"(?:def|class|function|func|fn|struct|interface|enum|trait|type|const|let|var)\s+\w"
-    r"|[A-Za-z_]\w*\s*(?::[^=\n]*)?=(?!=)"
+    r"(?:def|class|function|func|fn|struct|interface|enum|trait|type|const|let|var)\s+(\w+)"
+    r"|([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)"
 )
 
 
@@ -328,15 +329,8 @@ def top_level_lines(text: str) -> str:
     return "\n".join(line for line in text.split("\n") if line and _TOP_LEVEL.match(line))
 
 
-_DEFINED_NAME = re.compile(
-    r"(?:export\s+)?(?:default\s+)?(?:async\s+)?"
-    r"(?:def|class|function|func|fn|struct|interface|enum|trait|type|const|let|var)\s+(\w+)"
-    r"|([A-Za-z_]\w*)"
-)
-
-
 def _defined_name(line: str) -> str:
-    match = _DEFINED_NAME.match(line)
+    match = _TOP_LEVEL.match(line)
     return (match.group(1) or match.group(2) or "") if match else ""
 
 
@@ -446,8 +440,8 @@ class DefinitionCache:
             definition = replace(definition, text=top_level_lines(definition.text))
         elif definition is not None and definition.line == 0:
             # Sent as long as a module's (it starts a file); its cut reads the first lines only.
-            cut = "\n".join(definition.text.split("\n")[:DEFINITION_TEXT_LINES])
-            definition = replace(definition, text=cut[:DEFINITION_TEXT_CHARS])
+            cut = cut_text(definition.text, DEFINITION_TEXT_LINES, DEFINITION_TEXT_CHARS)
+            definition = replace(definition, text=cut)
         self._entries[(uri, name)] = time.monotonic() if definition is None else definition
         if definition is not None:
             self._by_target.setdefault(definition.uri, set()).add((uri, name))

@@ -16,6 +16,7 @@ from lsp_infer.editor import (
     Definition,
     EditorRequestFailed,
     Replacement,
+    cut_text,
     definition_text_bounds,
 )
 from lsp_infer.positions import ENCODINGS, Encoding, line_starts, position_at
@@ -268,9 +269,8 @@ def _definition(entry: Any) -> Definition | None:
         return None
     if line < 0 or isinstance(line, bool):
         return None
-    max_lines, max_chars = definition_text_bounds(line)
-    lines = text[:max_chars].split("\n")[:max_lines]
+    text = cut_text(text, *definition_text_bounds(line))
     above = entry.get("above")
     above_lines = above[-DEFINITION_TEXT_CHARS:].split("\n")[-DEFINITION_ABOVE_LINES:] if (
         isinstance(above, str) and above) else []  # fmt: skip
-    return Definition(uri, line, "\n".join(lines), "\n".join(above_lines))
+    return Definition(uri, line, text, "\n".join(above_lines))
