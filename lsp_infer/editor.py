@@ -109,6 +109,12 @@ class Editor(Protocol):
     def definitions_supported(self) -> bool:
         """Whether the editor announced ``lspInfer/definitions``."""
 
+    def suggestion_ready(self, uri: str, version: int, text: str, offset: int) -> bool:
+        """Tell the editor that a better suggestion is ready at ``offset`` of ``text`` (the
+        document at ``version``), so that it asks again if the cursor still rests there
+        (``lspInfer/suggestionReady``). Whether it was told: only an editor that announced
+        it is."""
+
     async def definitions(
         self, uri: str, text: str, offsets: Sequence[int]
     ) -> list[Definition | None]:

@@ -122,6 +122,9 @@ class Stats:
     context_switches: int = 0  # new picks put in use (their prompt evaluated in full)
     reduced_windows: int = 0  # generations answered from a smaller window (cold starts)
     hidden: int = 0  # answered empty: the model doubted the first line (the confidence settings)
+    # The editor told to ask again (lspInfer/suggestionReady): after a cold start's answer, the
+    # whole window's suggestion was ready, and not the one answered.
+    offered_again: int = 0
     prompt_tokens_evaluated: int = 0
     prompt_tokens_reused: int = 0
     tokens_generated: int = 0

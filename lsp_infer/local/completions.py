@@ -329,6 +329,27 @@ class _Found:
 Cached = tuple[str, float | None]
 
 
+def _offer_when_done(
+    flight: Flight, answered: str, still_there: Callable[[], bool], tell: Callable[[], None]
+) -> None:
+    """After a cold start's answer: once ``flight`` (the whole window) has its suggestion,
+    ``tell`` the editor when it is one typing would be shown and not the one ``answered``
+    (most often the cold window's was hidden), so that it asks again while the cursor rests
+    there; the request finds it in the cache. Not once the user typed or asked again there
+    (``still_there``)."""
+    threshold = flight.shape.settings.min_confidence
+    assert flight.task is not None
+
+    def done(task: asyncio.Future[Suggestion]) -> None:
+        if task.cancelled() or task.exception() is not None or not still_there():
+            return
+        whole = task.result()
+        if whole.text and whole.text != answered and not unsure(whole.confidence, threshold):
+            tell()
+
+    flight.task.add_done_callback(done)
+
+
 def _cold_key(key: Hashable) -> Hashable:
     """Where a suggestion from a cold start's smaller window is cached: apart from the whole
     window's, which an invoked request looks up alone."""
@@ -354,14 +375,23 @@ class ExtraContextSource(Protocol):
     def path(self, uri: str) -> str: ...
 
 
+class OfferAgain(Protocol):
+    """Tells the editor that a better suggestion is ready at ``offset`` of ``text`` (the
+    document ``uri`` as it was answered), so that it asks again; whether it was told."""
+
+    def __call__(self, uri: str, text: str, offset: int) -> bool: ...
+
+
 class Completions:
     def __init__(
         self,
         engine: CompletionEngine,
         lane: ModelLane,
         extra_source: ExtraContextSource | None = None,
+        offer: OfferAgain | None = None,
     ) -> None:
         self.engine = engine
+        self.offer = offer
         self.lane = lane
         self.extra_source = extra_source
         self.stats = Stats()
@@ -427,7 +457,8 @@ class Completions:
         # The model doubts its first line: typing gets nothing rather than that; a user who
         # invoked a suggestion gets it (completion.minConfidence). A cold start's smaller
         # window is held to a stricter threshold (completion.coldStartConfidence): it guesses
-        # more, and the whole window, evaluated next, answers the next request.
+        # more, and the whole window, evaluated next, answers the next request (and the
+        # editor is told to ask again when its suggestion is ready: _offer_when_done).
         threshold = max(
             shape.settings.min_confidence,
             0.0 if found.whole else shape.settings.cold_start_confidence,
@@ -454,6 +485,16 @@ class Completions:
             # stopped by a keystroke and carried on at the next pause (as a new pick is).
             flight = Flight.at(uri, shape, text, offset, kind=FlightKind.WHOLE_WINDOW)
             self._launch(flight, text, offset)
+            if (offer := self.offer) is not None:
+                activity = document.activity
+
+                def still_there() -> bool:  # nothing typed or asked in the document since
+                    return self._documents.get(uri) is document and document.activity == activity
+
+                def tell() -> None:
+                    self.stats.offered_again += offer(uri, text, offset)
+
+                _offer_when_done(flight, answer, still_there, tell)
         elif answer and shape.settings.precompute and document.flight is None:
             # What would follow if the user accepted the suggestion, unless already known.
             accepted, cursor = text[:offset] + answer + text[offset:], offset + len(answer)

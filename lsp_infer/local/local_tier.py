@@ -30,7 +30,7 @@ class LocalTier:
         self.backend = LlamaCppBackend(self.lane)
         self.extra_context = ExtraContext(session, editor)
         self.completions = Completions(
-            CompletionEngine(self.backend), self.lane, self.extra_context
+            CompletionEngine(self.backend), self.lane, self.extra_context, self._offer_again
         )
         self.tuning = Tuning(CompletionSettings())
         self._requested_model: ModelSettings | None = None
@@ -105,6 +105,14 @@ class LocalTier:
             self.completions.warm(snapshot.uri, snapshot.text, offset, self.tuning)
         else:  # the model is loading (an editor's first file): warm there once it is ready
             self._warm_when_ready = (snapshot, offset)
+
+    def _offer_again(self, uri: str, text: str, offset: int) -> bool:
+        """A better suggestion is ready at ``offset`` of ``text``: the editor is told if the
+        document is still that text (lspInfer/suggestionReady, for an editor that asked)."""
+        snapshot = self._session.documents.find(uri)
+        if snapshot is None or snapshot.text != text:
+            return False
+        return self._editor.suggestion_ready(uri, snapshot.version, text, offset)
 
     # -- document events ----------------------------------------------------------------
 

@@ -40,6 +40,10 @@ WARM_METHOD = "lspInfer/warm"
 # Request to the editor, only if it announced experimental.lspInfer.definitions: where the
 # names at these positions are defined (docs/protocol.md).
 DEFINITIONS_METHOD = "lspInfer/definitions"
+# Notification to the editor, only if it announced experimental.lspInfer.suggestionReady: the
+# whole window's suggestion is ready where a cold start answered (or hid) one; ask again
+# there, {"textDocument": {"uri", "version"}, "position"}.
+SUGGESTION_READY_METHOD = "lspInfer/suggestionReady"
 
 
 def encoding_from(kind: str | types.PositionEncodingKind | None) -> Encoding:
@@ -219,12 +223,20 @@ def warm_target(params: Any) -> tuple[str, int, int] | None:
     return uri, line, character
 
 
-def announces_definitions(experimental: Any) -> bool:
-    """Whether the client's ``capabilities.experimental`` announces lspInfer/definitions."""
+def announces(experimental: Any, feature: str) -> bool:
+    """Whether the client's ``capabilities.experimental`` announces ``feature`` of ours
+    (``{"lspInfer": {feature: true}}``: "definitions", "suggestionReady")."""
     if not isinstance(experimental, dict):
         return False
     ours = experimental.get("lspInfer")
-    return isinstance(ours, dict) and ours.get("definitions") is True
+    return isinstance(ours, dict) and ours.get(feature) is True
+
+
+def suggestion_ready_params(uri: str, version: int, line: int, character: int) -> Any:
+    return {
+        "textDocument": {"uri": uri, "version": version},
+        "position": {"line": line, "character": character},
+    }
 
 
 def definitions_params(uri: str, text: str, offsets: Sequence[int], encoding: Encoding) -> Any:

@@ -26,11 +26,14 @@ from lsp_infer.editor import (
 from lsp_infer.lsp.convert import (
     DEFINITIONS_METHOD,
     STATUS_METHOD,
-    announces_definitions,
+    SUGGESTION_READY_METHOD,
+    announces,
     definitions_params,
     definitions_result,
+    suggestion_ready_params,
     workspace_edit,
 )
+from lsp_infer.positions import position_at
 from lsp_infer.session import Session
 
 log = logging.getLogger(__name__)
@@ -109,11 +112,22 @@ class LspEditor:
         if (event := self._cancel_events.get(token)) is not None:
             event.set()
 
-    def definitions_supported(self) -> bool:
+    def _announces(self, feature: str) -> bool:
         capabilities = self._server.client_capabilities
-        return self.initialized.is_set() and announces_definitions(
-            capabilities.experimental if capabilities else None
+        return self.initialized.is_set() and announces(
+            capabilities.experimental if capabilities else None, feature
         )
+
+    def definitions_supported(self) -> bool:
+        return self._announces("definitions")
+
+    def suggestion_ready(self, uri: str, version: int, text: str, offset: int) -> bool:
+        if not self._announces("suggestionReady"):
+            return False
+        line, character = position_at(text, offset, self._session.encoding)
+        params = suggestion_ready_params(uri, version, line, character)
+        self._server.protocol.notify(SUGGESTION_READY_METHOD, params)
+        return True
 
     async def definitions(
         self, uri: str, text: str, offsets: Sequence[int]

@@ -66,12 +66,14 @@ async def initialize(
     workspace: Path | None = None,
     extra_context: bool = False,
     definitions: bool = False,
+    suggestion_ready: bool = False,
 ) -> types.InitializeResult:
     """Initialize like an editor would; ``configuration`` answers workspace/configuration.
 
     Extra context (other open documents in the prompt) is off unless a test asks for it: the
     tests here open many small look-alike files, which would be each other's context.
-    ``definitions``: announce lspInfer/definitions (the test answers it)."""
+    ``definitions``: announce lspInfer/definitions (the test answers it);
+    ``suggestion_ready``: announce lspInfer/suggestionReady (the test listens for it)."""
     if options is None or isinstance(options, dict):
         options = {"context": {"enabled": extra_context}, **(options or {})}
     general = (
@@ -89,8 +91,9 @@ async def initialize(
             inline_completion=types.InlineCompletionClientCapabilities() if inline else None,
             synchronization=types.TextDocumentSyncClientCapabilities(),
         ),
-        # lspInfer/definitions: the client answers it (docs/protocol.md).
-        experimental={"lspInfer": {"definitions": True}} if definitions else None,
+        # lspInfer/definitions: the client answers it; lspInfer/suggestionReady: it asks again
+        # (docs/protocol.md).
+        experimental=_announced(definitions=definitions, suggestionReady=suggestion_ready),
     )
     if configuration is not None:
         client.set_configuration(configuration, section="lspInfer")
@@ -103,6 +106,11 @@ async def initialize(
             workspace_folders=[types.WorkspaceFolder(uri=root, name="ws")],
         )
     )
+
+
+def _announced(**features: bool) -> Any:
+    ours = {name: True for name, on in features.items() if on}
+    return {"lspInfer": ours} if ours else None
 
 
 def open_document(client: LanguageClient, uri: str, text: str, language: str = "python") -> None:

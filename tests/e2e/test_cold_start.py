@@ -9,7 +9,7 @@ from typing import Any
 
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import initialize, inline_at, open_document
+from tests.e2e.conftest import initialize, inline_at, open_document, plain
 from tests.e2e.test_switching import change, first_lines, stats
 
 
@@ -66,12 +66,13 @@ async def test_a_cold_start_answers_from_a_smaller_window_then_uses_the_whole_on
 
 
 async def open_at_the_end(
-    client: LanguageClient, name: str, **completion: object
+    client: LanguageClient, name: str, announce: bool = False, **completion: object
 ) -> tuple[str, int]:
     """A server with these completion settings (no precompute, no extra context) and a cold
-    160-line file open in it; its uri and the line at its end."""
+    160-line file open in it; its uri and the line at its end. ``announce``: the client
+    announces lspInfer/suggestionReady."""
     options = {"completion": {"precompute": False, **completion}, "context": {"enabled": False}}
-    await initialize(client, options=options)
+    await initialize(client, options=options, suggestion_ready=announce)
     text = first_lines("difflib.py", 160)
     uri = f"file:///tmp/lsp-infer-e2e/cold/{name}"
     open_document(client, uri, text)
@@ -123,3 +124,63 @@ async def test_a_cold_starts_suggestion_is_held_to_the_stricter_threshold(
     assert after["promptTokensEvaluated"] > 400, after  # the whole window, in the background
     whole = await inline_at(client, uri, line, 0)
     assert whole.items, "the whole window's suggestion is held to minConfidence only"
+
+
+# The cold start's suggestion hidden (coldStartConfidence at its strictest), the whole
+# window's shown (minConfidence 0).
+HIDDEN_WHEN_COLD = {"coldStartMs": 300, "coldStartConfidence": 1.0, "minConfidence": 0}
+
+
+def listen_for_ready(client: LanguageClient) -> list[Any]:
+    """The lspInfer/suggestionReady notifications the server sends, as they come."""
+    received: list[Any] = []
+
+    @client.feature("lspInfer/suggestionReady")
+    def ready(params: Any) -> None:
+        received.append(params)
+
+    return received
+
+
+async def test_the_whole_windows_suggestion_is_offered_again_where_the_cold_one_was_hidden(
+    client: LanguageClient,
+):
+    """Once the whole window's suggestion is known, an editor that announced
+    lspInfer/suggestionReady is told where, and asking again there answers at once from the
+    cache (no new generation)."""
+    received = listen_for_ready(client)
+    uri, line = await open_at_the_end(client, "offered.py", announce=True, **HIDDEN_WHEN_COLD)
+    assert not (await inline_at(client, uri, line, 0)).items
+    before = await settled(client)
+    assert len(received) == 1, received
+    assert plain(received[0]) == {
+        "textDocument": {"uri": uri, "version": 1},
+        "position": {"line": line, "character": 0},
+    }
+    assert before["offeredAgain"] == 1, before
+    again = await inline_at(client, uri, line, 0)
+    assert again.items, "asked again where the server said: the whole window's suggestion"
+    after = await stats(client)
+    assert after["generations"] == before["generations"], after  # from the cache
+    assert after["cacheHits"] == before["cacheHits"] + 1, after
+
+
+async def test_no_offer_once_the_user_typed_there(client: LanguageClient):
+    """A keystroke after the cold answer: the whole window's suggestion is for a place the
+    user left, so the editor is not told, though it announced lspInfer/suggestionReady."""
+    received = listen_for_ready(client)
+    uri, line = await open_at_the_end(client, "typed-on.py", announce=True, **HIDDEN_WHEN_COLD)
+    assert not (await inline_at(client, uri, line, 0)).items
+    client.text_document_did_change(change(uri, 2, line, "#"))
+    quiet = await settled(client)
+    assert quiet["reducedWindows"] == 1 and quiet["promptTokensEvaluated"] > 400, quiet
+    assert quiet["offeredAgain"] == 0 and not received, (quiet, received)
+
+
+async def test_an_editor_that_did_not_announce_it_is_not_told(client: LanguageClient):
+    received = listen_for_ready(client)
+    uri, line = await open_at_the_end(client, "not-announced.py", **HIDDEN_WHEN_COLD)
+    assert not (await inline_at(client, uri, line, 0)).items
+    done = await settled(client)
+    assert done["reducedWindows"] == 1 and done["promptTokensEvaluated"] > 400, done
+    assert done["offeredAgain"] == 0 and not received, (done, received)

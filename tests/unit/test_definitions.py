@@ -22,7 +22,7 @@ from lsp_infer.local.definitions import (
     used_from,
 )
 from lsp_infer.lsp.convert import (
-    announces_definitions,
+    announces,
     definitions_params,
     definitions_result,
 )
@@ -314,9 +314,12 @@ def test_a_huge_definition_text_is_cut(line: int, max_lines: int, max_chars: int
 
 
 def test_announcement_and_params() -> None:
-    assert announces_definitions({"lspInfer": {"definitions": True}})
+    assert announces({"lspInfer": {"definitions": True}}, "definitions")
     for no in (None, {}, {"lspInfer": True}, {"lspInfer": {"definitions": "yes"}}):
-        assert not announces_definitions(no)
+        assert not announces(no, "definitions")
+    # Each feature on its own: announcing one is not announcing the other.
+    assert announces({"lspInfer": {"suggestionReady": True}}, "suggestionReady")
+    assert not announces({"lspInfer": {"suggestionReady": True}}, "definitions")
     text = "é = 1\nab(é)\n"
     params = definitions_params("file:///a.py", text, [text.index("ab"), 9], "utf-16")
     assert params["positions"] == [{"line": 1, "character": 0}, {"line": 1, "character": 3}]
