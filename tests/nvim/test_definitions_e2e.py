@@ -121,7 +121,9 @@ def test_asked_over_stdio(
     editor.setup({"cmd": [sys.executable, str(ASKER), str(record)]})
     editor.edit(main)
     editor.wait_attached(30)
-    assert records(record)[0] == {"initialize": {"lspInfer": {"definitions": True}}}
+    # Both our experimental features, as sent over the wire (suggestionReady: ready.lua).
+    announced = {"lspInfer": {"definitions": True, "suggestionReady": True}}
+    assert records(record)[0] == {"initialize": announced}
     start_jedi(editor, jedi, workspace)
 
     positions = [

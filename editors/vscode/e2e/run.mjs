@@ -27,6 +27,15 @@
 //                the editor (lspInfer/definitions); lspInfer/stats, logged to the output
 //                channel, counts at least one request and one definition answered, the stats
 //                view shows its definitions table, and geometry.ts was never opened.
+//   cold-start   a better suggestion after a cold start (lspInfer/suggestionReady): a 160-line
+//                Python file the server has not seen (the first lines of the stdlib's difflib.py),
+//                no warm where the cursor rests, and a cold start's suggestion always hidden
+//                (completion.coldStartConfidence 1) but the whole window's always shown
+//                (minConfidence 0). Enter at the end of the file asks as typing does; with no
+//                further keystroke, ghost text appears once the whole window is evaluated, and
+//                lspInfer/stats counts the hidden answer, the notification sent, and the request
+//                asked again answered from the cache (as Automatic: an Invoked one would run
+//                the model for its choices).
 //   bad-command  lspInfer.server.command points at a file that does not exist: the status bar
 //                item turns to its error state and says why, an error notification says the
 //                server was not found, and the output channel has the same error.
@@ -62,6 +71,8 @@ const T_CODE_SERVER = 120 * SECONDS;
 const T_WORKBENCH = 120 * SECONDS;
 const T_MODEL_READY = 300 * SECONDS;
 const T_GHOST_TEXT = 120 * SECONDS;
+/** After a cold start: the whole window evaluated in the background, then asked again. */
+const T_COLD_GHOST = 60 * SECONDS;
 const T_UI = 30 * SECONDS;
 
 const FILE_TEXT = '"""Small arithmetic helpers."""\n\n\ndef add(a, b):\n';
@@ -804,6 +815,17 @@ export function farthest(points: Point[]): number {
 /** Typed at the end of main.ts: a call of distance (defined in geometry.ts, never opened). */
 const MAIN_TYPED = '\nexport function total(points: Point[]): number {\n  return points.reduce((sum, p) => sum + distance(origin, p), 0);\n';
 
+/** Waits until the status bar item says the model is loaded (an error icon fails at once). */
+async function modelReady(vscode) {
+  await waitFor('the status bar item to show ready (the model is loaded)', T_MODEL_READY, async () => {
+    const item = await vscode.statusItem();
+    if (item && item.icons.includes('codicon-error')) {
+      throw new CheckFailed(`the status bar item shows an error: ${JSON.stringify(item)}`);
+    }
+    return item && item.icons.includes('codicon-sparkle') && /Ready: /.test(item.ariaLabel) ? item : undefined;
+  }, 500);
+}
+
 async function definitionsScenario(puppeteer) {
   const vscode = new VSCode('definitions', baseSettings({ 'lspInfer.server.command': [SERVER, 'serve'] }));
   current = vscode;
@@ -815,13 +837,7 @@ async function definitionsScenario(puppeteer) {
     const typescript = path.join(CODE_SERVER, '..', '..', '..', 'lib', 'vscode', 'extensions', 'typescript-language-features', 'package.json');
     check(fs.existsSync(typescript), `VS Code's built-in TypeScript support is not in code-server: no ${typescript}`);
 
-    await waitFor('the status bar item to show ready (the model is loaded)', T_MODEL_READY, async () => {
-      const item = await vscode.statusItem();
-      if (item && item.icons.includes('codicon-error')) {
-        throw new CheckFailed(`the status bar item shows an error: ${JSON.stringify(item)}`);
-      }
-      return item && item.icons.includes('codicon-sparkle') && /Ready: /.test(item.ariaLabel) ? item : undefined;
-    }, 500);
+    await modelReady(vscode);
     log('definitions: the model is ready');
 
     await vscode.openFile('main.ts');
@@ -883,6 +899,80 @@ async function definitionsScenario(puppeteer) {
     const channel = fs.readFileSync(channelFile, 'utf8');
     check(!/\[error\]/.test(channel), `the output channel has errors:\n${channel.split('\n').filter((l) => /\[error\]/.test(l)).join('\n')}`);
     log('definitions: PASS');
+  } catch (error) {
+    await vscode.failed();
+    throw error;
+  } finally {
+    await vscode.stop();
+  }
+}
+
+/** The first lines of a stdlib module, as the server's own cold-start test uses (never seen by the model's caches). */
+function stdlibLines(module, count) {
+  const python = path.join(path.dirname(SERVER), 'python');
+  const found = spawnSync(python, ['-c', `import ${module}; print(${module}.__file__)`], { encoding: 'utf8' });
+  check(found.status === 0, `${python} could not find the stdlib's ${module}: ${found.stderr}`);
+  return fs.readFileSync(found.stdout.trim(), 'utf8').split('\n').slice(0, count).join('\n');
+}
+
+async function coldStartScenario(puppeteer) {
+  const vscode = new VSCode(
+    'cold-start',
+    baseSettings({
+      'lspInfer.server.command': [SERVER, 'serve'],
+      // A cold start's suggestion is always hidden (no first line is that sure); the whole
+      // window's is always shown.
+      'lspInfer.completion.coldStartMs': 300,
+      'lspInfer.completion.coldStartConfidence': 1.0,
+      'lspInfer.completion.minConfidence': 0,
+      // Nothing evaluated before the keystroke (opening the file and moving the cursor would
+      // warm the place), and nothing but the whole window after it.
+      'lspInfer.completion.warm': false,
+      'lspInfer.completion.precompute': false,
+      'lspInfer.context.enabled': false,
+    }),
+  );
+  current = vscode;
+  try {
+    await vscode.start(puppeteer);
+    // 160 lines once Enter adds the last, empty one (the server's test_cold_start.py text).
+    fs.writeFileSync(path.join(vscode.workspace, 'cold.py'), stdlibLines('difflib', 160));
+    await modelReady(vscode);
+    log('cold-start: the model is ready');
+
+    await vscode.openFile('cold.py');
+    await vscode.page.click('.editor-group-container.active .monaco-editor .view-lines');
+    await vscode.page.keyboard.down('Control');
+    await vscode.page.keyboard.press('End');
+    await vscode.page.keyboard.up('Control');
+    await vscode.page.keyboard.press('Enter');
+    const typedAt = Date.now();
+    log('cold-start: Enter at the end of cold.py; no further keystroke, waiting for ghost text');
+    const ghost = await waitFor('ghost text without another keystroke (the whole window\'s suggestion, offered again)', T_COLD_GHOST, async () => {
+      const shown = await vscode.ghostText();
+      return shown && (shown.inline.trim() !== '' || shown.below.some((line) => line.trim() !== '')) ? shown : undefined;
+    }, 200).catch(async (error) => {
+      throw new CheckFailed(`${error.message}; cursor line ${JSON.stringify(await vscode.cursorLine())}, status item ${JSON.stringify(await vscode.statusItem())}`);
+    });
+    log(`cold-start: ghost text ${((Date.now() - typedAt) / 1000).toFixed(1)} s after Enter: ${JSON.stringify(ghost)}`);
+    await vscode.screenshot('ghost-text');
+    const line = await vscode.cursorLine();
+    check(line === '', `the cursor's line is not the empty line Enter made: ${JSON.stringify(line)}`);
+
+    const { stats } = await vscode.serverStats('stats');
+    const keys = ['requests', 'generations', 'reducedWindows', 'hidden', 'offeredAgain', 'cacheHits', 'suggestions.shown'];
+    const counted = Object.fromEntries(keys.map((key) => [key, stats[key]]));
+    log(`cold-start: lspInfer/stats ${JSON.stringify(counted)}`);
+    check(stats.reducedWindows >= 1, `no cold start (reducedWindows): ${JSON.stringify(counted)}`);
+    check(stats.hidden >= 1, `the cold start's suggestion was not hidden: ${JSON.stringify(counted)}`);
+    check(stats.offeredAgain >= 1, `the server sent no lspInfer/suggestionReady (offeredAgain): ${JSON.stringify(counted)}`);
+    check(stats.cacheHits >= 1, `the request asked again was not answered from the cache (sent as Invoked?): ${JSON.stringify(counted)}`);
+    check(stats['suggestions.shown'] >= 1, `the server counts no shown suggestion: ${JSON.stringify(counted)}`);
+    const channelFile = await vscode.collectLogs();
+    check(channelFile !== undefined, `no lsp-infer output channel log under ${vscode.userData}/logs`);
+    const channel = fs.readFileSync(channelFile, 'utf8');
+    check(!/\[error\]/.test(channel), `the output channel has errors:\n${channel.split('\n').filter((l) => /\[error\]/.test(l)).join('\n')}`);
+    log('cold-start: PASS');
   } catch (error) {
     await vscode.failed();
     throw error;
@@ -984,6 +1074,7 @@ async function main() {
   const scenarios = [
     ['completion', completionScenario],
     ['definitions', definitionsScenario],
+    ['cold-start', coldStartScenario],
     ['bad-command', badCommandScenario],
   ].filter(([name]) => only.length === 0 || only.includes(name));
   const failures = [];

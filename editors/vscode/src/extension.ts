@@ -65,6 +65,15 @@ import {
 import { formatStats, STATS_METHOD, statsErrorMessage } from './stats';
 import { statsHtml } from './statsView';
 import { initialState, reduce, render, type StatusEvent, type StatusState, suggestionCount } from './status';
+import {
+  announceSuggestionReady,
+  cursorRestsAt,
+  type EditorView,
+  parseSuggestionReady,
+  PendingReAsk,
+  SUGGESTION_READY_METHOD,
+  TRIGGER_INLINE_SUGGEST,
+} from './suggestionReady';
 
 const CLIENT_ID = 'lspInfer'; // also the prefix of the `lspInfer.trace.server` setting
 const CLIENT_NAME = 'lsp-infer';
@@ -104,15 +113,17 @@ class Client extends LanguageClient {
 }
 
 /**
- * Announces `lspInfer/definitions` in the initialize capabilities
- * (`experimental.lspInfer.definitions`) when `lspInfer.context.definitions` is on at the start.
+ * Announces what the extension does beyond LSP in the initialize capabilities
+ * (`experimental.lspInfer`): `definitions` when `lspInfer.context.definitions` is on at the
+ * start, and always `suggestionReady`.
  */
-class DefinitionsFeature implements StaticFeature {
-  constructor(private readonly enabled: () => boolean) {}
+class ExperimentalFeature implements StaticFeature {
+  constructor(private readonly definitionsEnabled: () => boolean) {}
   fillClientCapabilities(capabilities: ClientCapabilities): void {
-    if (this.enabled()) {
+    if (this.definitionsEnabled()) {
       announceDefinitions(capabilities);
     }
+    announceSuggestionReady(capabilities);
   }
   getState(): { kind: 'static' } {
     return { kind: 'static' };
@@ -152,6 +163,11 @@ function offered(document: vscode.TextDocument, position: vscode.Position, resul
   return out;
 }
 
+/** The active editor's document, version and selections, as the re-ask check sees them. */
+function editorView(editor: vscode.TextEditor): EditorView {
+  return { uri: editor.document.uri.toString(), version: editor.document.version, selections: editor.selections };
+}
+
 export class Extension implements vscode.Disposable {
   readonly output: vscode.LogOutputChannel;
   private readonly rawOutput: vscode.LogOutputChannel;
@@ -183,6 +199,8 @@ export class Extension implements vscode.Disposable {
   private lastWarm: string | undefined;
   /** Whether the current server was told (at initialize) that the extension answers lspInfer/definitions. */
   private announcedDefinitions = false;
+  /** The inline suggestions asked again after lspInfer/suggestionReady, whose request goes as Automatic. */
+  private readonly reAsk = new PendingReAsk((run, ms) => this.schedule(run, ms));
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -335,6 +353,7 @@ export class Extension implements vscode.Disposable {
     this.hint = undefined;
     this.tracker.reset();
     this.lastWarm = undefined; // a new server has nothing warm yet
+    this.reAsk.clear();
     this.dispatch({ type: 'serverStarting' });
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
     const workspaceFolder = folder?.scheme === 'file' ? folder.fsPath : undefined;
@@ -361,7 +380,7 @@ export class Extension implements vscode.Disposable {
     client.registerProposedFeatures();
     this.announcedDefinitions = false;
     client.registerFeature(
-      new DefinitionsFeature(() => {
+      new ExperimentalFeature(() => {
         const enabled = this.definitionsEnabled();
         if (generation === this.generation) {
           this.announcedDefinitions = enabled;
@@ -370,6 +389,7 @@ export class Extension implements vscode.Disposable {
       }),
     );
     client.onRequest(DEFINITIONS_METHOD, (params: unknown, token: CancellationToken) => this.answerDefinitions(generation, params, token));
+    client.onNotification(SUGGESTION_READY_METHOD, (params: unknown) => this.onSuggestionReady(generation, params));
     client.onNotification(STATUS_NOTIFICATION, (params: { state?: unknown; message?: unknown } | undefined) => {
       if (generation === this.generation) {
         this.output.info(`Model ${String(params?.state)}: ${String(params?.message ?? '')}`);
@@ -468,7 +488,7 @@ export class Extension implements vscode.Disposable {
           const started = Date.now();
           let result: Awaited<ReturnType<typeof next>>;
           try {
-            result = await next(document, position, context, token);
+            result = await next(document, position, this.reAskContext(document, position, context), token);
           } catch (error) {
             this.dispatch({ type: 'requestFinished' });
             throw error;
@@ -840,6 +860,46 @@ export class Extension implements vscode.Disposable {
     return { lineCount: lines.lineCount, line: (index) => lines.lineAt(index).text };
   }
 
+  // -- lspInfer/suggestionReady: a better suggestion where the cursor rests ------------------
+
+  /**
+   * After a cold start the server has the whole window's suggestion where it answered (most
+   * often nothing): inline suggestions are asked for again there, if the user is still there
+   * and they are on. A malformed notification, or one from an old server, is ignored.
+   */
+  private onSuggestionReady(generation: number, params: unknown): void {
+    const ready = parseSuggestionReady(params);
+    const editor = vscode.window.activeTextEditor;
+    if (ready === undefined || generation !== this.generation || this.disposed || editor === undefined) {
+      return;
+    }
+    if (!cursorRestsAt(ready, editorView(editor)) || !this.inlineSuggestionsOn(editor.document)) {
+      return; // the user moved on (or sees no inline suggestions): nothing to show
+    }
+    this.output.debug(`${SUGGESTION_READY_METHOD}: asking again at ${ready.position.line}:${ready.position.character} of ${ready.uri}`);
+    this.reAsk.expect(ready);
+    vscode.commands.executeCommand(TRIGGER_INLINE_SUGGEST).then(undefined, (error: unknown) => {
+      this.reAsk.clear();
+      this.output.debug(`${TRIGGER_INLINE_SUGGEST}: ${errorMessage(error)}`);
+    });
+  }
+
+  /** lsp-infer's completions, and VS Code's inline suggestions for this document (its language's value). */
+  private inlineSuggestionsOn(document: vscode.TextDocument): boolean {
+    return this.state.enabled && vscode.workspace.getConfiguration('editor', document).get<boolean>('inlineSuggest.enabled', true) !== false;
+  }
+
+  /**
+   * The context a request goes to the server with: the request VS Code makes for the
+   * extension's re-ask comes as Invoke (the trigger command's kind), and goes as Automatic, as
+   * typing's would (the server answers it from its cache, held to completion.minConfidence).
+   */
+  private reAskContext(document: vscode.TextDocument, position: vscode.Position, context: vscode.InlineCompletionContext): vscode.InlineCompletionContext {
+    const reAsked = this.reAsk.take({ uri: document.uri.toString(), version: document.version, position });
+    const invoked = context.triggerKind === vscode.InlineCompletionTriggerKind.Invoke;
+    return reAsked && invoked ? { ...context, triggerKind: vscode.InlineCompletionTriggerKind.Automatic } : context;
+  }
+
   // -- the suggestion lifecycle -------------------------------------------------------------
 
   /** Tell the server what became of its suggestions (notifications; nothing waits for them). */
@@ -965,6 +1025,7 @@ export class Extension implements vscode.Disposable {
     this.cancelStatsRefresh?.();
     this.cancelWarm?.();
     this.cancelWarm = undefined;
+    this.reAsk.clear();
     this.statsPanel?.dispose();
     await this.queue.catch(() => undefined);
     await this.stopClient();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { Timers } from './fakes/timers';
 import {
   ANSWER_BUDGET_MS,
   announceDefinitions,
@@ -38,21 +39,6 @@ const GEOMETRY = [
   '  return Math.hypot(a.x - b.x, a.y - b.y);',
   '}',
 ].join('\n');
-
-/** Timers run by hand: `fire()` runs them all. */
-class Timers {
-  pending: { run: () => void; ms: number }[] = [];
-  schedule = (run: () => void, ms: number) => {
-    const timer = { run, ms };
-    this.pending.push(timer);
-    return () => (this.pending = this.pending.filter((t) => t !== timer));
-  };
-  fire(): void {
-    for (const timer of this.pending.splice(0)) {
-      timer.run();
-    }
-  }
-}
 
 /** A host over a table of answers by "line:character" and files by uri. */
 function host(

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import * as lc from './fakes/languageclient';
-import { FakeDocument, FakeEditor, FakeVscode, Position, TextEditorSelectionChangeKind as Kind, Uri } from './fakes/vscode';
+import { FakeDocument, FakeEditor, FakeVscode, InlineCompletionTriggerKind as Trigger, Position, TextEditorSelectionChangeKind as Kind, Uri } from './fakes/vscode';
 
 const ROOT = path.join(__dirname, '..', '..');
 const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
@@ -782,7 +782,7 @@ describe('where names are defined (lspInfer/definitions)', () => {
   test('announced in the initialize capabilities, beside the client\'s own experimental ones', async () => {
     serverExists();
     const client = await activate();
-    assert.deepEqual(client.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true } });
+    assert.deepEqual(client.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true, suggestionReady: true } });
     assert.ok(client.requestHandlers.has(METHOD));
   });
 
@@ -791,14 +791,14 @@ describe('where names are defined (lspInfer/definitions)', () => {
     fake.settings.set('lspInfer.context.definitions', { globalValue: false });
     const asked = provider({});
     const client = await activate();
-    assert.deepEqual(client.capabilities.at(-1)?.experimental, { other: 1 });
+    assert.deepEqual(client.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { suggestionReady: true } });
     assert.deepEqual(await client.request(METHOD, params({ line: 0, character: 0 })), { definitions: [] });
     assert.deepEqual(asked, []);
     assert.deepEqual(client.initializationOptions.at(-1), { context: { definitions: false } }, 'the server gets the setting too');
     fake.set('lspInfer.context.definitions', true);
     assert.ok(fake.log.some((line) => /lspInfer\.context\.definitions is on: the server asks for definitions from its next start/.test(line)));
     await extension.restart(true);
-    assert.deepEqual(lc.clients.at(-1)!.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true } });
+    assert.deepEqual(lc.clients.at(-1)!.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true, suggestionReady: true } });
   });
 
   test('asks VS Code\'s definition providers at each position (UTF-16, as given), and reads a file that is not open from disk', async () => {
@@ -902,5 +902,176 @@ describe('where names are defined (lspInfer/definitions)', () => {
     assert.notEqual(lc.clients.at(-1), first);
     assert.deepEqual(await first.request(METHOD, params({ line: 0, character: 0 })), { definitions: [] });
     assert.deepEqual(asked, []);
+  });
+});
+
+describe('a better suggestion ready after a cold start (lspInfer/suggestionReady)', () => {
+  const METHOD = 'lspInfer/suggestionReady';
+  const TRIGGER = 'editor.action.inlineSuggest.trigger';
+  const TEXT = 'import os\n\ndef add(a, b):\n    return ';
+  const END = new Position(3, 11);
+  /** The notification for where `editor`'s cursor is now (its document at its version). */
+  const readyAt = (editor: FakeEditor, position = editor.selection.active) => ({
+    textDocument: { uri: editor.document.uri.toString(), version: editor.document.version },
+    position: { line: position.line, character: position.character },
+  });
+  const triggers = () => fake.executed.filter((e) => e.command === TRIGGER).length;
+
+  /** The trigger kinds that reached the server (through the middleware's `next`). */
+  let sent: Trigger[];
+  let client: lc.LanguageClient;
+
+  /** An inline completion request from VS Code at `editor`'s cursor. */
+  function ask(editor: FakeEditor, triggerKind: Trigger): Promise<unknown> {
+    return client.clientOptions.middleware.provideInlineCompletionItems(
+      editor.document,
+      editor.selection.active,
+      { triggerKind, selectedCompletionInfo: undefined },
+      { isCancellationRequested: false },
+      async (_document: unknown, _position: unknown, context: { triggerKind: Trigger }) => {
+        sent.push(context.triggerKind);
+        return { items: [] };
+      },
+    );
+  }
+
+  /** Started, with VS Code's trigger command asking again at the active editor's cursor, as Invoke. */
+  async function start(): Promise<FakeEditor> {
+    serverExists();
+    sent = [];
+    client = await activate();
+    fake.commands.set(TRIGGER, () => ask(fake.activeTextEditor as FakeEditor, Trigger.Invoke));
+    const editor = new FakeEditor(new FakeDocument(Uri.file('/work/proj/a.py'), TEXT), END);
+    fake.switchTo(editor);
+    await ask(editor, Trigger.Automatic); // typing's request: the cold start, answered empty
+    return editor;
+  }
+
+  test('announced in the initialize capabilities, with definitions off too', async () => {
+    serverExists();
+    fake.settings.set('lspInfer.context.definitions', { globalValue: false });
+    const started = await activate();
+    assert.deepEqual(started.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { suggestionReady: true } });
+    assert.ok(started.notificationHandlers.has(METHOD));
+  });
+
+  test('the cursor still there: inline suggestions asked again, and that request goes to the server as Automatic', async () => {
+    const editor = await start();
+    client.notify(METHOD, readyAt(editor));
+    await flush();
+    assert.equal(triggers(), 1);
+    assert.deepEqual(sent, [Trigger.Automatic, Trigger.Automatic], "the trigger's Invoke request went as Automatic");
+    assert.ok(fake.log.some((line) => line.startsWith(`debug ${METHOD}: asking again at 3:11 of file:///work/proj/a.py`)));
+    // The user's own Alt+] later, at the same place: Invoked, as always.
+    await ask(editor, Trigger.Invoke);
+    assert.deepEqual(sent.at(-1), Trigger.Invoke);
+  });
+
+  test('an Automatic request at that place after the trigger: sent as it is, and it takes the re-ask', async () => {
+    const editor = await start();
+    fake.commands.set(TRIGGER, () => ask(editor, Trigger.Automatic));
+    client.notify(METHOD, readyAt(editor));
+    await flush();
+    assert.deepEqual(sent, [Trigger.Automatic, Trigger.Automatic]);
+    await ask(editor, Trigger.Invoke);
+    assert.deepEqual(sent.at(-1), Trigger.Invoke, 'a later Alt+] there is the user\'s');
+  });
+
+  test('the user moved on: another document, an edit, a moved cursor, a selection, more cursors, no editor: nothing asked', async () => {
+    const editor = await start();
+    const other = new FakeEditor(new FakeDocument(Uri.file('/work/proj/b.py'), TEXT), END);
+    const cases: [string, () => unknown][] = [
+      ['another document in front', () => fake.switchTo(other)],
+      ['the document edited since (a newer version)', () => void (editor.document.version += 1)],
+      ['the cursor moved', () => fake.moveCursor(editor, new Position(3, 4))],
+      ['a selection ending there', () => (editor.selection = { anchor: new Position(3, 0), active: END })],
+      ['more cursors', () => (editor.moreSelections = [{ anchor: new Position(0, 0), active: new Position(0, 0) }])],
+      ['no editor', () => fake.switchTo(undefined)],
+    ];
+    for (const [what, moveOn] of cases) {
+      const params = readyAt(editor, END);
+      moveOn();
+      client.notify(METHOD, params);
+      await flush();
+      assert.equal(triggers(), 0, what);
+      // Back to where it was, for the next case.
+      editor.selection = { active: END };
+      editor.moreSelections = [];
+      fake.switchTo(editor);
+    }
+    assert.equal(timers.filter((t) => t.ms === 2000).length, 0, 'nothing pending');
+  });
+
+  test('inline suggestions off (VS Code\'s editor.inlineSuggest.enabled, or lsp-infer\'s completions): nothing asked', async () => {
+    const editor = await start();
+    fake.set('editor.inlineSuggest.enabled', false);
+    client.notify(METHOD, readyAt(editor));
+    fake.set('editor.inlineSuggest.enabled', true);
+    fake.set('lspInfer.completion.enabled', false);
+    client.notify(METHOD, readyAt(editor));
+    await flush();
+    assert.equal(triggers(), 0);
+    fake.set('lspInfer.completion.enabled', true);
+    client.notify(METHOD, readyAt(editor));
+    await flush();
+    assert.equal(triggers(), 1, 'on again');
+  });
+
+  test('malformed params, or a notification from a replaced server: ignored, never an exception', async () => {
+    const editor = await start();
+    const good = readyAt(editor);
+    for (const params of [
+      undefined,
+      null,
+      'ready',
+      {},
+      { textDocument: good.textDocument },
+      { position: good.position },
+      { textDocument: { uri: good.textDocument.uri }, position: good.position },
+      { textDocument: { ...good.textDocument, version: '1' }, position: good.position },
+      { textDocument: { ...good.textDocument, uri: 7 }, position: good.position },
+      { textDocument: good.textDocument, position: { line: 3 } },
+      { textDocument: good.textDocument, position: { line: 3, character: -1 } },
+    ]) {
+      assert.doesNotThrow(() => client.notify(METHOD, params), JSON.stringify(params));
+    }
+    const old = client;
+    await extension.restart(true);
+    old.notify(METHOD, good);
+    await flush();
+    assert.equal(triggers(), 0);
+  });
+
+  test('an Invoked request that is not the re-ask stays Invoked: elsewhere, or after 2 s without the trigger\'s request', async () => {
+    const editor = await start();
+    fake.commands.set(TRIGGER, () => undefined); // VS Code did not ask (the editor lost focus, …)
+    client.notify(METHOD, readyAt(editor));
+    await flush();
+    assert.equal(triggers(), 1);
+    fake.type(editor, 'a');
+    await ask(editor, Trigger.Invoke); // Alt+] after typing: another version
+    assert.deepEqual(sent.at(-1), Trigger.Invoke);
+
+    client.notify(METHOD, readyAt(editor));
+    await flush();
+    const expiry = timers.find((t) => t.ms === 2000);
+    assert.ok(expiry, 'the re-ask is dropped after 2 s');
+    timers = timers.filter((t) => t !== expiry);
+    expiry.run();
+    await ask(editor, Trigger.Invoke); // Alt+] at the same place, later
+    assert.deepEqual(sent.at(-1), Trigger.Invoke);
+  });
+
+  test('the trigger command fails: logged, the re-ask forgotten', async () => {
+    const editor = await start();
+    fake.commands.set(TRIGGER, () => {
+      throw new Error('no focused editor');
+    });
+    client.notify(METHOD, readyAt(editor));
+    await flush();
+    assert.ok(fake.log.some((line) => line === `debug ${TRIGGER}: no focused editor`));
+    assert.equal(timers.filter((t) => t.ms === 2000).length, 0);
+    await ask(editor, Trigger.Invoke);
+    assert.deepEqual(sent.at(-1), Trigger.Invoke);
   });
 });

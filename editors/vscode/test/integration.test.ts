@@ -81,7 +81,14 @@ function vscodeModule(): object {
         ) {}
       },
       env: withDefaults({ appName: 'Visual Studio Code', language: 'en', machineId: 'test', sessionId: 'test', uriScheme: 'vscode' }),
-      window: withDefaults({ ...base.window, visibleTextEditors: [], tabGroups: { all: [], onDidChangeTabs: inert() } }),
+      window: withDefaults({
+        ...base.window,
+        get activeTextEditor() {
+          return fake.activeTextEditor;
+        },
+        visibleTextEditors: [],
+        tabGroups: { all: [], onDidChangeTabs: inert() },
+      }),
       workspace: withDefaults({
         getConfiguration: base.workspace.getConfiguration,
         onDidChangeConfiguration: base.workspace.onDidChangeConfiguration,
@@ -263,7 +270,7 @@ test('the API key is nowhere in the output, even with verbose tracing', async ()
 
 test('lspInfer/definitions: announced in initialize; the server\'s request is answered on the wire', async () => {
   const initialize = await until('initialize', () => received().find((m) => m.method === 'initialize'));
-  assert.deepEqual(initialize.params.capabilities.experimental, { lspInfer: { definitions: true } });
+  assert.deepEqual(initialize.params.capabilities.experimental, { lspInfer: { definitions: true, suggestionReady: true } });
   fake.files.set('/work/proj/geometry.ts', 'export function distance(a: Point, b: Point): number {\n  return 0;\n}\n');
   const asked: unknown[] = [];
   fake.commands.set('vscode.executeDefinitionProvider', async (...args: unknown[]) => {
@@ -287,6 +294,27 @@ test('lspInfer/definitions: announced in initialize; the server\'s request is an
     ],
   });
   assert.deepEqual(asked, [['file:///work/proj/main.ts', 4, 9], ['file:///work/proj/main.ts', 5, 0]]);
+});
+
+test('lspInfer/suggestionReady: announced; the server\'s notification makes VS Code ask again, and that request goes as Automatic', async () => {
+  const initialize = await until('initialize', () => received().find((m) => m.method === 'initialize'));
+  assert.equal(initialize.params.capabilities.experimental.lspInfer.suggestionReady, true);
+  const cursor = { line: 0, character: 4 };
+  const document = { uri: Uri.file('/work/proj/c.py'), languageId: 'python', version: 3, getText: () => 'x = ', offsetAt: () => 4 };
+  fake.activeTextEditor = { document, selection: { active: cursor }, selections: [{ anchor: cursor, active: cursor }] } as never;
+  // VS Code's trigger command: the inline provider asked again at the cursor, as Invoke (0).
+  fake.commands.set('editor.action.inlineSuggest.trigger', () =>
+    inlineProvider!.provideInlineCompletionItems(document, cursor, { triggerKind: 0, selectedCompletionInfo: undefined }, { isCancellationRequested: false, onCancellationRequested: () => disposable() }),
+  );
+  const inline = () => received().filter((m) => m.method === 'textDocument/inlineCompletion');
+  const before = inline().length;
+  const client = (extension as unknown as { client: { sendNotification(method: string, params: unknown): Promise<void> } }).client;
+  await client.sendNotification('test/suggestionReady', { textDocument: { uri: 'file:///work/proj/c.py', version: 3 }, position: cursor });
+  const asked = await until('the inline request asked again', () => inline()[before]);
+  assert.deepEqual(asked.params.textDocument, { uri: 'file:///work/proj/c.py' });
+  assert.deepEqual(asked.params.position, cursor);
+  assert.deepEqual(asked.params.context, { triggerKind: 2 }, 'Automatic, though the trigger asked as Invoke');
+  fake.activeTextEditor = undefined;
 });
 
 test('the server crashes: a warning, a new process after a pause, ready again', async () => {

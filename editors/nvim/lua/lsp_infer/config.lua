@@ -147,6 +147,32 @@ function M.root_dir(bufnr)
   return vim.fs.dirname(path)
 end
 
+--- The client capabilities to announce: our experimental features, each where the plugin
+--- serves it (the server only uses what a client announces, docs/protocol.md):
+--- - experimental.lspInfer.definitions with the `definitions` option (definitions.lua);
+--- - experimental.lspInfer.suggestionReady where the plugin shows suggestions (ready.lua).
+--- The runtime merges them into its defaults on 0.11+; 0.10 takes the given table whole, so it
+--- gets the defaults here. Nil with neither.
+---@return table?
+function M.capabilities()
+  local ours = {}
+  if M.options.definitions ~= false then
+    ours.definitions = true
+  end
+  if M.path() ~= "none" then
+    ours.suggestionReady = true
+  end
+  if next(ours) == nil then
+    return nil
+  end
+  local capabilities = { experimental = { lspInfer = ours } }
+  if vim.fn.has("nvim-0.11") ~= 1 then
+    capabilities = vim.tbl_deep_extend("force", vim.lsp.protocol.make_client_capabilities(),
+      capabilities)
+  end
+  return capabilities
+end
+
 --- The handlers of our custom notifications and of lspInfer/definitions (and a wrapper of
 --- $/progress that remembers the cancellable refactor progress, for :LspInferCancel).
 function M.handlers()
@@ -175,6 +201,11 @@ function M.handlers()
     ["lspInfer/definitions"] = function(err, result, ctx)
       return require("lsp_infer.definitions").handler(err, result, ctx)
     end,
+    -- After a cold start the server has a better suggestion where the cursor rests: ask again
+    -- there if the user is still at it (ready.lua).
+    ["lspInfer/suggestionReady"] = function(err, result, ctx)
+      require("lsp_infer.ready").handler(err, result, ctx)
+    end,
   }
 end
 
@@ -197,8 +228,8 @@ function M.lsp_config()
     init_options = settings,
     settings = { lspInfer = settings },
     handlers = M.handlers(),
-    -- experimental.lspInfer.definitions, with the `definitions` option (nil without it).
-    capabilities = require("lsp_infer.definitions").capabilities(),
+    -- experimental.lspInfer.definitions and .suggestionReady (M.capabilities).
+    capabilities = M.capabilities(),
     -- The accept command of an item: the runtime's get() runs it through the client after
     -- inserting the item; lifecycle.lua notes the acceptance and sends it to the server.
     commands = {

@@ -3,11 +3,12 @@
 -- textDocument/definition, then answers with the first location and the target's text from its
 -- line on (docs/protocol.md). The server puts the signatures and docstrings in its prompts.
 --
--- Announced in the client's capabilities (experimental.lspInfer.definitions) when the
--- `definitions` option is on. The handler never blocks the UI: Neovim (0.11+, rpc.lua's
--- handle_body) runs a server request's handler inside `vim.schedule(coroutine.wrap(...))`, so
--- it yields until the answers are in and the runtime sends what it returns. Outside a coroutine
--- (older runtimes) it waits with vim.wait, bounded by the same timeout.
+-- Announced in the client's capabilities (experimental.lspInfer.definitions, built by
+-- config.lua's capabilities()) when the `definitions` option is on. The handler never blocks
+-- the UI: Neovim (0.11+, rpc.lua's handle_body) runs a server request's handler inside
+-- `vim.schedule(coroutine.wrap(...))`, so it yields until the answers are in and the runtime
+-- sends what it returns. Outside a coroutine (older runtimes) it waits with vim.wait, bounded
+-- by the same timeout.
 --
 -- Every position gets an entry: a definition, or vim.NIL (JSON null) where nothing was found,
 -- a server failed or answered garbage, the buffer went away or the time (definitions_timeout_ms)
@@ -41,21 +42,6 @@ function M.bounds(line)
     return M.MODULE_MAX_LINES, M.MODULE_MAX_CHARS
   end
   return M.MAX_LINES, M.MAX_CHARS
-end
-
---- The capabilities to announce (merged by the runtime into its defaults on 0.11+; 0.10 takes
---- the given table whole, so it gets the defaults here), or nil with the option off.
----@return table?
-function M.capabilities()
-  if config.options.definitions == false then
-    return nil
-  end
-  local capabilities = { experimental = { lspInfer = { definitions = true } } }
-  if not has_011 then
-    capabilities = vim.tbl_deep_extend("force", vim.lsp.protocol.make_client_capabilities(),
-      capabilities)
-  end
-  return capabilities
 end
 
 -- -- positions ------------------------------------------------------------------------------

@@ -5,8 +5,9 @@
 -- the answer with one extmark: the first line as inline virtual text at the cursor, the other
 -- lines as virtual lines below. Typing the suggestion's next characters keeps the rest on
 -- screen; leaving insert mode or dismissing clears it. <M-]> / <M-[> ask the server for its
--- choices (an Invoked request) and cycle through them. What becomes of each suggestion is told
--- to the server through lifecycle.lua.
+-- choices (an Invoked request) and cycle through them; lspInfer/suggestionReady (ready.lua)
+-- asks again with no keystroke. What becomes of each suggestion is told to the server through
+-- lifecycle.lua.
 local lifecycle = require("lsp_infer.lifecycle")
 local util = require("lsp_infer.util")
 
@@ -451,6 +452,21 @@ function M.dismiss()
   cancel_inflight(state)
   clear(state)
   return shown
+end
+
+--- Ask again at the cursor now, as the pause after a keystroke would (Automatic): for
+--- lspInfer/suggestionReady (ready.lua), when the server has a better suggestion here than the
+--- one it answered and the user has neither typed nor moved since, so nothing else asks.
+---@param bufnr integer the current buffer
+---@return boolean asked whether the fallback shows suggestions in `bufnr`
+function M.request_again(bufnr)
+  local state = M.states[bufnr]
+  if not state then
+    return false
+  end
+  stop_timer(state) -- a request about to go would ask the same
+  request(state, AUTOMATIC)
+  return true
 end
 
 local function move(state, count)

@@ -3,9 +3,11 @@
 -- what the runtime does not: accept a word or a line (get() with an on_accept handler that
 -- inserts only part of the item), dismiss (get() with a handler that inserts nothing), and
 -- "is a suggestion shown?" (the runtime's extmark namespace), cycling through the server's
--- choices (an Invoked request: the runtime only makes automatic ones), and the suggestion
--- lifecycle (lifecycle.lua: shown when the runtime draws an item, dismissed when it goes away
--- unaccepted; the runtime's get() runs an accepted item's command through the client).
+-- choices (an Invoked request: the runtime only makes automatic ones), asking again when the
+-- server says a better suggestion is ready (ready.lua; the runtime asks only when the user
+-- enters insert mode, moves or types), and the suggestion lifecycle (lifecycle.lua: shown when
+-- the runtime draws an item, dismissed when it goes away unaccepted; the runtime's get() runs
+-- an accepted item's command through the client).
 local lifecycle = require("lsp_infer.lifecycle")
 local util = require("lsp_infer.util")
 
@@ -20,6 +22,7 @@ local function namespace()
 end
 
 local INVOKED = 1 -- InlineCompletionTriggerKind.Invoked
+local AUTOMATIC = 2 -- InlineCompletionTriggerKind.Automatic
 
 --- The runtime's inline completion class (private API: vim.lsp._capability), or nil.
 local function completor_class()
@@ -213,16 +216,23 @@ function M.dismiss()
   return api().get({ on_accept = function() end })
 end
 
---- Ask the server for its choices at the cursor (an Invoked request), show them in the
---- runtime's place, and move `count` from the first.
-local function request_choices(bufnr, count)
+--- Ask lsp-infer (only: other clients keep their items) for inline completion at the cursor
+--- with trigger `kind`, and hand the answer to the runtime's list as if the runtime had asked,
+--- unless the user typed on, moved or left meanwhile (the runtime itself does not check that,
+--- and an answer drawn at a place the user left would be wrong). `on_answer(completor)` runs
+--- after the runtime took it.
+---@param bufnr integer
+---@param kind integer InlineCompletionTriggerKind
+---@param on_answer? fun(completor: table)
+---@return boolean asked
+local function request_here(bufnr, kind, on_answer)
   local completor = completor_of(bufnr)
   local client = util.client(bufnr)
   if not completor or not client or not completor.client_state[client.id] then
     return false
   end
   local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
-  params.context = { triggerKind = INVOKED }
+  params.context = { triggerKind = kind }
   local tick = vim.api.nvim_buf_get_changedtick(bufnr)
   local cursor = vim.api.nvim_win_get_cursor(0)
   util.request(client, "textDocument/inlineCompletion", params, function(err, result)
@@ -232,14 +242,36 @@ local function request_choices(bufnr, count)
         or vim.api.nvim_buf_get_changedtick(bufnr) ~= tick
         or now[1] ~= cursor[1] or now[2] ~= cursor[2]
         or not vim.api.nvim_get_mode().mode:match("^[iR]") then
-      return -- typed on, moved, or left: too late for these
+      return -- typed on, moved, or left: too late for this answer
     end
     completor:handler(nil, result, { client_id = client.id, bufnr = bufnr })
-    if completor.current and completor:count_items() > 1 then
-      api().select({ bufnr = bufnr, count = count })
+    if on_answer then
+      on_answer(completor)
     end
   end, bufnr)
   return true
+end
+
+--- Ask the server for its choices at the cursor (an Invoked request), show them in the
+--- runtime's place, and move `count` from the first.
+local function request_choices(bufnr, count)
+  return request_here(bufnr, INVOKED, function(completor)
+    if completor.current and completor:count_items() > 1 then
+      api().select({ bufnr = bufnr, count = count })
+    end
+  end)
+end
+
+--- Ask again at the cursor as the runtime's own automatic request would (Automatic: the
+--- server then answers as to typing, from its cache, held to its confidence threshold; Invoked
+--- would mean the user pressed a key). For lspInfer/suggestionReady (ready.lua): the runtime
+--- has no way to be told to ask again, and asks only on entering insert mode, a move or an
+--- edit.
+---@param bufnr integer the current buffer
+---@return boolean asked whether the runtime's inline completion is on for lsp-infer here (its
+---  state has our client only while it is: vim.lsp.inline_completion.enable(false) drops it)
+function M.request_again(bufnr)
+  return request_here(bufnr, AUTOMATIC)
 end
 
 --- Show the next (count > 0) or previous choice. With one suggestion or none on screen, ask

@@ -144,14 +144,26 @@ export enum TextEditorSelectionChangeKind {
   Command = 3,
 }
 
-/** An editor over a FakeDocument, its cursor at `active`. */
+/** VS Code's values (vscode.d.ts): how an inline completion request was triggered. */
+export enum InlineCompletionTriggerKind {
+  Invoke = 0,
+  Automatic = 1,
+}
+
+/** An editor over a FakeDocument, its cursor at `active` (a selection when `anchor` is elsewhere). */
 export class FakeEditor {
-  selection: { active: Position };
+  selection: { active: Position; anchor?: Position };
+  /** More cursors after the primary one (multi-cursor editing). */
+  moreSelections: { anchor: Position; active: Position }[] = [];
   constructor(
     readonly document: FakeDocument,
     active: Position = new Position(0, 0),
   ) {
     this.selection = { active };
+  }
+  get selections(): { anchor: Position; active: Position }[] {
+    const { active, anchor = active } = this.selection;
+    return [{ anchor, active }, ...this.moreSelections];
   }
 }
 
@@ -319,6 +331,7 @@ export class FakeVscode {
       Position,
       Range,
       TextEditorSelectionChangeKind,
+      InlineCompletionTriggerKind,
       languages: { match },
       ViewColumn: { Active: -1, Beside: -2, One: 1 },
       window: {
