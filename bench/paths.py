@@ -6,8 +6,9 @@ Paths (what the user did before the suggestion that is scored):
   opened   the file is opened and a suggestion asked for at once, as typing asks (Automatic):
            the prompt is cold, so a cold start's smaller window answers (completion.coldStartMs)
   typed    the file is opened without the line above the hole, which is then typed a key at a
-           time (a request per key, 60 ms apart), then Enter with its indentation, and the
-           request after it is scored: typing into a file the server has just seen
+           time (a request per key, 60 ms apart, the one before cancelled as VS Code does),
+           then Enter with its indentation, and the request after it is scored: typing into a
+           file the server has just seen
   warmed   the file is opened, the editor says the cursor rests there (lspInfer/warm), the
            server evaluates the whole window in the background, then an automatic request
 
@@ -100,16 +101,20 @@ class Editor:
             )
         )
 
-    def ask(self, uri: str, text: str, offset: int, invoked: bool = False) -> asyncio.Future[Any]:
+    def ask(
+        self, uri: str, text: str, offset: int, invoked: bool = False, msg_id: str | None = None
+    ) -> asyncio.Future[Any]:
         kind = types.InlineCompletionTriggerKind
-        return self.client.text_document_inline_completion_async(
+        return self.client.protocol.send_request_async(
+            types.TEXT_DOCUMENT_INLINE_COMPLETION,
             types.InlineCompletionParams(
                 text_document=types.TextDocumentIdentifier(uri=uri),
                 position=position(text, offset),
                 context=types.InlineCompletionContext(
                     trigger_kind=kind.Invoked if invoked else kind.Automatic
                 ),
-            )
+            ),
+            msg_id=msg_id,
         )
 
     async def suggestion(self, uri: str, text: str, offset: int, invoked: bool = False) -> Scored:
@@ -211,17 +216,21 @@ async def run_path(driver: Editor, path: str, hole: Hole, uri: str) -> Scored:
     text = hole.text[:code_at] + hole.text[line_start - 1 :]  # the line above: indentation only
     text = text[:code_at] + text[code_at + 1 + (hole.offset - line_start) :]  # no hole line
     driver.open(uri, text)
-    asked = []
+    asked: list[tuple[str, asyncio.Future[Any]]] = []
     offset = code_at
     for key in [*above[indent:], "\n" + hole.text[line_start : hole.offset]]:
+        if asked and not asked[-1][1].done():  # as VS Code does: the last request cancelled
+            driver.client.protocol.notify("$/cancelRequest", types.CancelParams(id=asked[-1][0]))
         driver.insert(uri, text, offset, key)
         text, offset = text[:offset] + key + text[offset:], offset + len(key)
-        asked.append(driver.ask(uri, text, offset))
+        msg_id = f"typed-{uri}-{len(asked)}"
+        asked.append((msg_id, driver.ask(uri, text, offset, msg_id=msg_id)))
         await asyncio.sleep(KEY_SECONDS)
     assert text == hole.text and offset == hole.offset, "typed into something else"
     started = time.perf_counter()
-    answer = await asked.pop()
-    await asyncio.gather(*asked)  # every request gets its answer
+    answer = await asked.pop()[1]
+    # Every request gets its answer: a suggestion, or the error of a cancelled one.
+    await asyncio.gather(*(future for _id, future in asked), return_exceptions=True)
     items = answer.items if isinstance(answer, types.InlineCompletionList) else []
     first = Scored(str(items[0].insert_text) if items else "", time.perf_counter() - started)
     first.rested = await driver.rest(uri, text, offset, first, started)

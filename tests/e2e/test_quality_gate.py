@@ -9,8 +9,11 @@ whose answer depends on their function's signature far above, and lines anywhere
 function) as a file opened and a suggestion invoked at once: once at the defaults, once as
 the model unhurried and unfiltered (the whole window always, a 20 s deadline, no confidence
 threshold). The defaults fail the gate when their exact match falls more than GATE_POINTS
-below that. bench/paths.py measures the same on more holes and more paths (bench/HISTORY.md,
-"Quality along the server's paths").
+below that. The same holes asked as typing asks in a file just opened (a cold start), then
+resting as the plugins do (lspInfer/suggestionReady: the whole window's suggestion offered
+again), are held to the same bound: what is on screen after the rest. bench/paths.py measures
+the same on more holes and more paths (bench/HISTORY.md, "Quality along the server's paths",
+"The whole window's suggestion offered again").
 """
 
 from __future__ import annotations
@@ -42,9 +45,11 @@ UNHURRIED = {
 }  # fmt: skip
 
 
-def exact_match(results: dict[str, dict[str, list[tuple[Hole, Any]]]]) -> float:
-    scored = [pair for by_suite in results.values() for pairs in by_suite.values()
-              for pair in pairs]  # fmt: skip
+def exact_match(by_suite: dict[str, list[tuple[Hole, Any]]], rested: bool = False) -> float:
+    """Exact match of the first line over every hole; ``rested``: of what is on screen after
+    the rest that follows (bench/paths.py, the opened path)."""
+    scored = [(hole, found.rested if rested else found) for pairs in by_suite.values()
+              for hole, found in pairs]  # fmt: skip
     hits = [score(found.suggestion, hole.expected)[0] for hole, found in scored]
     return 100 * sum(hits) / len(hits)
 
@@ -52,12 +57,16 @@ def exact_match(results: dict[str, dict[str, list[tuple[Hole, Any]]]]) -> float:
 @pytest.mark.timeout(1200)
 async def test_the_defaults_suggest_within_a_few_points_of_the_unhurried_model() -> None:
     chosen = {name: suites([name], count, seed=7)[name] for name, count in HOLES.items()}
-    defaults = exact_match(await run_config({}, ["invoked"], chosen))
-    unhurried = exact_match(await run_config(UNHURRIED, ["invoked"], chosen))
-    log.warning(f"quality gate: defaults {defaults:.1f} %, unhurried {unhurried:.1f} % exact match")
+    at_defaults = await run_config({}, ["invoked", "opened"], chosen)
+    defaults = exact_match(at_defaults["invoked"])
+    rested = exact_match(at_defaults["opened"], rested=True)
+    unhurried = exact_match((await run_config(UNHURRIED, ["invoked"], chosen))["invoked"])
+    log.warning(f"quality gate: defaults {defaults:.1f} % invoked, {rested:.1f} % opened and "
+                f"rested; unhurried {unhurried:.1f} % exact match")  # fmt: skip
     # 3 holes when calibrated: fewer than 2 right means the prompt or the model broke.
     assert unhurried >= 10.0, f"the unhurried model scored {unhurried:.1f} %: the prompt broke"
-    assert defaults >= unhurried - GATE_POINTS, (
-        f"the defaults' exact match ({defaults:.1f} %) fell more than {GATE_POINTS} points "
-        f"below the unhurried model's ({unhurried:.1f} %) on the same holes"
-    )
+    for path, figure in (("invoked", defaults), ("opened and rested", rested)):
+        assert figure >= unhurried - GATE_POINTS, (
+            f"the defaults' exact match {path} ({figure:.1f} %) fell more than {GATE_POINTS} "
+            f"points below the unhurried model's ({unhurried:.1f} %) on the same holes"
+        )
