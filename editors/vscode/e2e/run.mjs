@@ -531,6 +531,13 @@ class VSCode {
     return file;
   }
 
+  /** The lsp-infer output channel's log, kept with the results; a failed check if there is none. */
+  async channelLog() {
+    const file = await this.collectLogs();
+    check(file !== undefined, `no lsp-infer output channel log under ${this.userData}/logs`);
+    return fs.readFileSync(file, 'utf8');
+  }
+
   /** After a failed check: a screenshot, the logs, and the output channel's last lines. */
   async failed() {
     if (this.page) {
@@ -710,13 +717,11 @@ async function completionScenario(puppeteer) {
     log(`completion: output panel (${output.channel}): ${output.lines.length} visible lines`);
     check(/lsp-infer/.test(output.channel ?? ''), `the output panel does not show the lsp-infer channel: ${JSON.stringify(output.channel)}`);
     await vscode.screenshot('output');
-    const channelFile = await vscode.collectLogs();
-    check(channelFile !== undefined, `no lsp-infer output channel log under ${vscode.userData}/logs`);
-    const channel = fs.readFileSync(channelFile, 'utf8');
+    const channel = await vscode.channelLog();
     check(channel.includes(`Starting the server: ${SERVER} serve`), `the output channel does not log the server command: ${channel.slice(0, 2000)}`);
     check(/Model ready: /.test(channel), 'the output channel does not log the model as ready');
     check(/Settings sent to the server: /.test(channel), 'the output channel does not log the settings sent');
-    check(!/\[error\]/.test(channel), `the output channel has errors:\n${channel.split('\n').filter((l) => /\[error\]/.test(l)).join('\n')}`);
+    checkNoErrors(channel);
 
     // The suggestion lifecycle, counted by the server: what VS Code showed, and the Tab.
     const afterTab = await vscode.serverStats('stats-after-tab');
@@ -815,6 +820,11 @@ export function farthest(points: Point[]): number {
 /** Typed at the end of main.ts: a call of distance (defined in geometry.ts, never opened). */
 const MAIN_TYPED = '\nexport function total(points: Point[]): number {\n  return points.reduce((sum, p) => sum + distance(origin, p), 0);\n';
 
+/** The output channel's log has no error line. */
+function checkNoErrors(channel) {
+  check(!/\[error\]/.test(channel), `the output channel has errors:\n${channel.split('\n').filter((l) => /\[error\]/.test(l)).join('\n')}`);
+}
+
 /** Waits until the status bar item says the model is loaded (an error icon fails at once). */
 async function modelReady(vscode) {
   await waitFor('the status bar item to show ready (the model is loaded)', T_MODEL_READY, async () => {
@@ -894,10 +904,8 @@ async function definitionsScenario(puppeteer) {
     const tabs = await vscode.page.evaluate(() => [...document.querySelectorAll('.tabs-container .tab')].map((tab) => tab.textContent.trim()));
     log(`definitions: editor tabs: ${JSON.stringify(tabs)}`);
     check(!tabs.some((tab) => tab.includes('geometry.ts')), `geometry.ts was opened in an editor: ${JSON.stringify(tabs)}`);
-    const channelFile = await vscode.collectLogs();
-    check(channelFile !== undefined, `no lsp-infer output channel log under ${vscode.userData}/logs`);
-    const channel = fs.readFileSync(channelFile, 'utf8');
-    check(!/\[error\]/.test(channel), `the output channel has errors:\n${channel.split('\n').filter((l) => /\[error\]/.test(l)).join('\n')}`);
+    const channel = await vscode.channelLog();
+    checkNoErrors(channel);
     log('definitions: PASS');
   } catch (error) {
     await vscode.failed();
@@ -968,10 +976,8 @@ async function coldStartScenario(puppeteer) {
     check(stats.offeredAgain >= 1, `the server sent no lspInfer/suggestionReady (offeredAgain): ${JSON.stringify(counted)}`);
     check(stats.cacheHits >= 1, `the request asked again was not answered from the cache (sent as Invoked?): ${JSON.stringify(counted)}`);
     check(stats['suggestions.shown'] >= 1, `the server counts no shown suggestion: ${JSON.stringify(counted)}`);
-    const channelFile = await vscode.collectLogs();
-    check(channelFile !== undefined, `no lsp-infer output channel log under ${vscode.userData}/logs`);
-    const channel = fs.readFileSync(channelFile, 'utf8');
-    check(!/\[error\]/.test(channel), `the output channel has errors:\n${channel.split('\n').filter((l) => /\[error\]/.test(l)).join('\n')}`);
+    const channel = await vscode.channelLog();
+    checkNoErrors(channel);
     log('cold-start: PASS');
   } catch (error) {
     await vscode.failed();
@@ -1043,9 +1049,7 @@ async function badCommandScenario(puppeteer) {
     });
     log(`bad-command: output panel (${output.channel}): ${JSON.stringify(output.lines.filter((l) => l.includes('not found')))}`);
     await vscode.screenshot('output');
-    const channelFile = await vscode.collectLogs();
-    check(channelFile !== undefined, `no lsp-infer output channel log under ${vscode.userData}/logs`);
-    const channel = fs.readFileSync(channelFile, 'utf8');
+    const channel = await vscode.channelLog();
     check(channel.includes(`[error] ${expected}`), `the output channel does not have the error line: ${channel}`);
     check(!channel.includes('Starting the server:'), 'the extension tried to start a server that does not exist');
     log('bad-command: PASS');
