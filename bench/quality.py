@@ -15,6 +15,10 @@ Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][@CONTEX
              the server asks for in one pause (local/definitions.py)
   spmv+ctx+defs  both: the other files open, and the definitions
   spmv+defs3 as +defs, after three pauses in the file (each asks the next 8 names)
+  spmv+oracle  an upper bound for +defs: the extra context holds the definitions (their
+             excerpt, as the server cuts one) of the names the missing line itself uses, found
+             in the package's other modules: what no mechanism that cannot see the answer
+             could beat with the same budget
   spmv+imports  the file's own import lines, as an extra-context file (up to --extra-tokens
              tokens, dropped whole when over)
   spmv@162   a cold start's smaller window of 162 tokens, built as the server builds one
@@ -39,6 +43,8 @@ tokens' probabilities, the whole line's probability, the server's; the lowest of
 geometric mean; the first token's).
 
     python bench/quality.py --suite local,header --configs psm,spmv,spmv@162 --curve
+    python bench/quality.py --suite local,header --seed 3 --configs spmv --curve --json q3.json
+    python bench/quality.py --curve-of q2.json q3.json q4.json q5.json  # pooled, no model
     python bench/quality.py --suite cross --configs spmv,spmv+defs,spmv+ctx,spmv+ctx+defs
     (cd bench/typescript && npm ci) && python bench/quality.py --suite ts --configs spmv,spmv+defs
 """
@@ -68,7 +74,7 @@ from lsp_infer.core.backend import CompletionJob, JobOptions
 from lsp_infer.core.cancel import CancelToken
 from lsp_infer.core.confidence import line_confidences
 from lsp_infer.core.engine import CompletionEngine
-from lsp_infer.local.definitions import EditorDefinitions
+from lsp_infer.local.definitions import EditorDefinitions, excerpt
 from lsp_infer.local.extra_context import Chunk, OpenDocument, select
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
@@ -214,14 +220,16 @@ def run_config(
         timeout_ms=20000,
         suffix_tokens=int(suffix) if suffix else CompletionSettings().suffix_tokens,
     )
-    extra_tokens = extra_budget if {"ctx", "imports", "defs", "defs3"} & set(flags) else 0
+    extra_tokens = extra_budget if {"ctx", "imports", "defs", "defs3", "oracle"} & set(flags) else 0
     results: dict[str, dict[str, Any]] = {}
     asking = {"defs", "defs3"} & set(flags)
     definitions = HoleDefinitions(3 if "defs3" in flags else 1) if asking else None
 
-    async def one(hole: Hole) -> tuple[Any, float]:
+    async def one(hole: Hole) -> tuple[Any, float, tuple[tuple[str, str], ...]]:
         if "imports" in flags:
             extra = imports_of(hole, extra_tokens)
+        elif "oracle" in flags:
+            extra = extra_for(hole, extra_tokens, answer_definitions(hole), open_files=False)
         else:
             found = await definitions.chunks(hole) if definitions else []
             extra = extra_for(hole, extra_tokens, found, open_files="ctx" in flags)
@@ -238,19 +246,20 @@ def run_config(
         suggestion = await engine.complete(
             hole.text, hole.offset, settings, CancelToken(), None, options
         )
-        return suggestion, time.perf_counter() - started
+        return suggestion, time.perf_counter() - started, extra
 
     async def go() -> None:
         for name, holes in suites.items():
             records = []
             for hole in holes:
-                suggestion, elapsed = await one(hole)
+                suggestion, elapsed, extra = await one(hole)
                 hit, ratio = score(suggestion.text, hole.expected)
                 generation = suggestion.generation
                 records.append({
                     "module": hole.module, "expected": hole.expected, "hit": hit,
                     "similarity": ratio, "seconds": elapsed, "text": suggestion.text,
                     "raw": generation.text, "probs": generation.probs,
+                    "extra": [list(pair) for pair in extra],
                     **first_line_measures(generation.text, generation.probs),
                 })  # fmt: skip
             results[name] = {
@@ -299,7 +308,7 @@ def first_line_measures(text: str, probs: tuple[tuple[int, float], ...]) -> dict
             "product": product or 0.0, "first": probs[0][1]}  # fmt: skip
 
 
-THRESHOLDS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6)
+THRESHOLDS = (0.0, 0.05, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6)
 
 
 def print_curve(config: str, records: list[dict[str, Any]]) -> None:
@@ -314,7 +323,7 @@ def print_curve(config: str, records: list[dict[str, Any]]) -> None:
             hits = sum(r["hit"] for r in shown)
             precision = 100 * hits / len(shown) if shown else 0.0
             cells.append(f"{threshold:.2f}: {100 * len(shown) / len(records):3.0f}/"
-                         f"{precision:3.0f}/{100 * hits / right:3.0f}")  # fmt: skip
+                         f"{precision:4.1f}/{100 * hits / right:3.0f}")  # fmt: skip
         print(f"  {config} {measure:5} shown/right-of-shown/right-kept %  " + "  ".join(cells))
 
 
@@ -333,11 +342,43 @@ def extra_for(
     return tuple((c.path, c.text) for c in chunks)
 
 
+def answer_definitions(hole: Hole) -> list[Chunk]:
+    """The definitions, in the package's other modules, of the names the missing line uses
+    (``X`` of ``module.X``, and bare names), each cut as the server cuts a definition."""
+    found: list[Chunk] = []
+    for name in dict.fromkeys(re.findall(r"[A-Za-z_]\w{2,}", hole.expected)):
+        definition = re.compile(
+            rf"^(?:async\s+)?(?:def|class)\s+{name}\b|^{name}\s*(?::[^=\n]*)?=", re.M
+        )
+        for path, text in hole.project or hole.siblings:
+            match = definition.search(text)
+            if match:
+                cut = excerpt(text[match.start() :], text[: match.start()])
+                line = text.count("\n", 0, match.start())
+                found.append(Chunk(f"file:///{path}", path, line, cut))
+                break
+    return found
+
+
 def imports_of(hole: Hole, extra_tokens: int) -> tuple[tuple[str, str], ...]:
     """The hole's own file's import lines, as one extra-context file."""
     lines = [line for line in hole.text.splitlines(keepends=True)
              if re.match(r"(import|from) \S", line)]  # fmt: skip
     return ((hole.module, "".join(lines)),) if lines and extra_tokens else ()
+
+
+def pooled_curves(paths: list[str]) -> None:
+    """print_curve for each configuration, over every record of every file and suite."""
+    pooled: dict[str, list[dict[str, Any]]] = {}
+    for path in paths:
+        with open(path) as source:
+            for config, results in json.load(source).items():
+                for result in results.values():
+                    pooled.setdefault(config, []).extend(result["records"])
+    for config, records in pooled.items():
+        right = sum(r["hit"] for r in records)
+        print(f"{config}: {len(records)} holes from {len(paths)} files, {right} right")
+        print_curve(config, records)
 
 
 def main() -> None:
@@ -361,7 +402,15 @@ def main() -> None:
     parser.add_argument("--model", help="a GGUF file instead of the embedded default model")
     parser.add_argument("--curve", action="store_true", help="minConfidence's curve per config")
     parser.add_argument("--json", help="write every hole's record to this file")
+    parser.add_argument(
+        "--curve-of", nargs="+", metavar="JSON",
+        help="runs nothing: the curve of each config over the records of earlier --json files, "
+        "pooled (several seeds' holes: one curve with more right answers in it)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.curve_of:
+        pooled_curves(args.curve_of)
+        return
     chosen = suites(args.suite, args.holes, args.seed)
     for name, holes in chosen.items():
         print(f"{name}: {len(holes)} single-line holes from {len({h.module for h in holes})} "
