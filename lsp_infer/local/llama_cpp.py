@@ -21,6 +21,8 @@ from typing import Any, Literal
 from lsp_infer.config import ModelSettings
 from lsp_infer.core.backend import BackendUnavailable, CompletionJob, Generation
 from lsp_infer.core.cancel import Cancelled, CancelToken
+from lsp_infer.core.profiles import profile_for
+from lsp_infer.local import model_choice
 from lsp_infer.local.decoder import Decoder, Start
 from lsp_infer.local.devices import describe_devices, gpu_layers_for
 from lsp_infer.local.kv import PromptCache
@@ -34,9 +36,14 @@ from lsp_infer.local.loaded_model import (
 from lsp_infer.local.prompt_builder import BuiltPrompt, PromptBuilder
 from lsp_infer.local.vocabulary import Vocabulary
 from lsp_infer.models import (
+    DEFAULT_MODEL,
+    LARGER_MODEL,
+    EmbeddedModel,
     ModelError,
     Progress,
     ResolvedModel,
+    embedded_model,
+    parts_installed,
     requantize_ignored,
     resolve_model,
 )
@@ -124,15 +131,48 @@ class LlamaCppBackend:
         )  # fmt: skip
 
     def _load(self, settings: ModelSettings, progress: Progress | None) -> LoadedModel:
+        """Load the model these settings name; for model.name "auto", the embedded model
+        chosen for this machine (model_choice.py): measured the first time by loading the
+        1.5B, kept when it is fast enough here."""
+        import llama_cpp
+
+        threads = settings.n_threads or default_threads()
+        if settings.path is not None or settings.name != "auto":
+            name = DEFAULT_MODEL.name if settings.path is not None else settings.name
+            return self._load_model(settings, embedded_model(name), progress, threads)
+        key = model_choice.machine_key(threads, settings.gpu_layers, llama_cpp.__version__)
+        choice = model_choice.remembered(key)
+        if choice is None and not parts_installed(LARGER_MODEL):
+            choice = model_choice.NOT_INSTALLED  # not remembered: it may be installed later
+        if choice is not None:
+            return self._load_model(settings, choice.model, progress, threads, choice.why)
+        loaded = self._load_model(settings, LARGER_MODEL, progress, threads)
+        choice = model_choice.judge_speed(self.prompt_speed)
+        model_choice.remember(key, choice)
+        log.info("%s", choice.why)
+        if choice.model is LARGER_MODEL:
+            return dataclasses.replace(loaded, chosen_because=choice.why)
+        self._close()
+        return self._load_model(settings, choice.model, progress, threads, choice.why)
+
+    def _load_model(
+        self,
+        settings: ModelSettings,
+        model: EmbeddedModel,
+        progress: Progress | None,
+        threads: int,
+        chosen_because: str | None = None,
+    ) -> LoadedModel:
+        """Load model.path, else the embedded ``model``."""
         import llama_cpp
         from llama_cpp import Llama  # imported here: it loads a shared library
 
         started = time.monotonic()
-        threads = settings.n_threads or default_threads()
+        self.prompt_speed = None  # another model, another speed: measured at its warm-up
         gpu_layers, warning = gpu_layers_for(
             settings.gpu_layers, bool(llama_cpp.llama_supports_gpu_offload())
         )
-        resolved = self._resolve(settings, progress, threads, warning)
+        resolved = self._resolve(settings, model, progress, threads, warning)
         self._llm = llm = Llama(
             model_path=str(resolved.path), n_ctx=settings.n_ctx, n_batch=settings.n_batch,
             n_ubatch=settings.n_batch, n_threads=threads, n_threads_batch=threads,
@@ -144,12 +184,15 @@ class LlamaCppBackend:
         )  # fmt: skip
         metadata: dict[str, str] = dict(llm.metadata or {})
         name = metadata.get("general.name", resolved.path.name)
+        profile = profile_for(metadata)
+        if not profile.measured:
+            self.warnings.append(f"{name}: {profile.basis}")
         self.vocabulary = vocabulary = Vocabulary(llm)
         template = choose_template(settings.fim_template, name, vocabulary.has_special)
         vocabulary.use_template(template)
         self._install_abort_callback()
         self.cache.attach(llm, (str(resolved.path), settings.load_key()), llama_cpp.__version__)
-        order = choose_order(settings.fim_order, template)
+        order = choose_order(profile.order(settings), template)
         self.prompts = PromptBuilder(vocabulary, template, order, llm.n_ctx(), self.structured_cold)
         self._decoder = Decoder(llm, vocabulary, self.cache)
         self._warm_up()
@@ -160,10 +203,16 @@ class LlamaCppBackend:
             order=order, n_ctx=llm.n_ctx(), n_threads=threads,
             load_seconds=time.monotonic() - started, devices=describe_devices(),
             n_layers=n_layers, gpu_layers=n_layers + 1 if gpu_layers < 0 else gpu_layers,
+            profile=profile, chosen_because=chosen_because,
         )  # fmt: skip
 
     def _resolve(
-        self, settings: ModelSettings, progress: Progress | None, threads: int, warning: str | None
+        self,
+        settings: ModelSettings,
+        model: EmbeddedModel,
+        progress: Progress | None,
+        threads: int,
+        warning: str | None,
     ) -> ResolvedModel:
         """The model file to load (requantized as asked, where it can be); what the user
         should know about it goes to ``warnings``."""
@@ -172,14 +221,14 @@ class LlamaCppBackend:
         try:
             return resolve_model(
                 settings.path, settings.sha256, progress,
-                requantize=settings.requantize, threads=threads,
+                requantize=settings.requantize, threads=threads, model=model,
             )  # fmt: skip
         except ModelError as exc:
             if settings.path is not None or settings.requantize == "off":
                 raise
             # A copy that cannot be made (a full or read-only cache) costs speed, not service.
             self.warnings.append(f"{exc}; the model runs as shipped")
-            return resolve_model(None, None, progress)
+            return resolve_model(None, None, progress, model=model)
 
     def _warm_up(self) -> None:
         """Evaluate a short prompt once: the model's pages come in from disk now rather than

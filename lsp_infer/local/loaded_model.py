@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lsp_infer.core.profiles import GENERIC, ModelProfile
 from lsp_infer.core.prompts import TEMPLATES, FimTemplate, Order, detect_template
 from lsp_infer.local.devices import Device
 from lsp_infer.models import ModelError, ResolvedModel
@@ -32,6 +33,10 @@ class LoadedModel:
     devices: tuple[Device, ...] = ()  # what this llama.cpp build computes on
     n_layers: int = 0
     gpu_layers: int = 0  # layers offloaded to a GPU
+    # The values measured for this model (core/profiles.py), chosen from its metadata.
+    profile: ModelProfile = GENERIC
+    # Why this embedded model (model.name "auto": model_choice.py); None when it was named.
+    chosen_because: str | None = None
 
     @property
     def compute(self) -> str:
@@ -59,11 +64,21 @@ def choose_template(
     detected = detect_template(model_name, has_special)
     if detected is None:
         raise ModelError(
-            f"{model_name} has no fill-in-the-middle tokens this server knows "
-            "(Qwen2.5-Coder, StarCoder, CodeLlama, DeepSeek-Coder, Codestral, CodeGemma); "
-            "use a code model with FIM support, or set model.fimTemplate"
+            f"{model_name} cannot fill in the middle: its vocabulary lacks "
+            f"{missing_markers(has_special)}; use a code model trained with FIM (Qwen2.5-Coder, "
+            "StarCoder, CodeLlama, DeepSeek-Coder, Codestral, CodeGemma), or set model.fimTemplate"
         )
     return detected
+
+
+def missing_markers(has_special: Callable[[str], bool]) -> str:
+    """What each known FIM template needs that the vocabulary does not have, in words."""
+    missing = []
+    for template in TEMPLATES.values():
+        lacks = [m for m in template.markers if not has_special(m)]
+        if lacks:
+            missing.append(f"{' '.join(lacks)} ({template.name})")
+    return "; ".join(missing)
 
 
 def choose_order(setting: str, template: FimTemplate) -> Order:

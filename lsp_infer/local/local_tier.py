@@ -33,6 +33,7 @@ class LocalTier:
             CompletionEngine(self.backend), self.lane, self.extra_context, self._offer_again
         )
         self.tuning = Tuning(CompletionSettings())
+        self._settings = Settings()
         self._requested_model: ModelSettings | None = None
         self._reported_error: str | None = None
         self._loading: asyncio.Future[None] | None = None
@@ -45,14 +46,24 @@ class LocalTier:
 
     def configure(self, settings: Settings) -> None:
         """New settings; reloads the model if its settings changed."""
-        # The model's settings are part of every cache key: the same settings, the same model.
-        model_key = dataclasses.astuple(settings.model)
-        self.tuning = Tuning(settings.completion, model_key, settings.context)
+        self._settings = settings
+        self._tune()
         self.extra_context.use_definitions = settings.context.definitions
         if settings.model != self._requested_model:
             self._requested_model = settings.model
             self._start_load(settings.model)
         self.note_exclusions(self._session.documents.uris())  # the exclude setting may have changed
+
+    def _tune(self) -> None:
+        """The tuning for these settings and the model loaded: its profile's values where the
+        user set none (core/profiles.py). Before a model is loaded, the settings as they are."""
+        settings, loaded = self._settings, self.backend.loaded
+        completion = settings.completion
+        if loaded is not None:
+            completion = loaded.profile.completion(completion, settings.explicit)
+        # The model's settings are part of every cache key: the same settings, the same model.
+        model_key = (dataclasses.astuple(settings.model), loaded.resolved.path if loaded else None)
+        self.tuning = Tuning(completion, model_key, settings.context)
 
     def note_exclusions(self, uris: list[str]) -> None:
         """Look at whether these documents are excluded now. The rules change while the
@@ -176,6 +187,14 @@ class LocalTier:
             # a custom model.path.
             "modelFile": loaded.resolved.path.name if loaded else None,
         }
+        embedded = loaded.resolved.model if loaded and loaded.resolved.embedded else None
+        stats["model"] = {
+            "name": loaded.name if loaded else None,  # the GGUF's general.name
+            "embedded": embedded.name if embedded else None,  # model.name's, or null
+            "profile": loaded.profile.name if loaded else None,
+            "order": loaded.order if loaded else None,
+            "chosenBecause": loaded.chosen_because if loaded else None,
+        }
         return stats
 
     def stats_line(self) -> str | None:
@@ -203,6 +222,7 @@ class LocalTier:
             self._editor.model_status("failed", error)
             self._report_model_error(error)
         elif (loaded := self.backend.loaded) is not None:
+            self._tune()
             self.completions.forget_suggestions()
             self._warm_after_load()
             for warning in self.backend.warnings:  # e.g. GPU layers asked of a CPU-only build

@@ -10,7 +10,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from lsp_infer.config import CompletionSettings, ModelSettings
+from lsp_infer.config import Settings
 from lsp_infer.core.backend import BackendUnavailable
 from lsp_infer.core.cancel import CancelToken
 from lsp_infer.core.engine import CompletionEngine, Suggestion
@@ -29,8 +29,7 @@ class OneCompletion:
 
 
 def complete_once(
-    model: ModelSettings,
-    completion: CompletionSettings,
+    settings: Settings,
     text: str,
     offset: int,
     progress: Progress | None = None,
@@ -41,10 +40,12 @@ def complete_once(
     backend = LlamaCppBackend(lane)
     try:
         started = time.monotonic()
-        lane.run_blocking(backend.load_blocking, model, progress)
+        lane.run_blocking(backend.load_blocking, settings.model, progress)
         if backend.state != "ready" or backend.loaded is None:
             raise BackendUnavailable(backend.error or f"the model is {backend.state}")
         loaded = time.monotonic()
+        # The loaded model's profile fills in what the settings leave alone, as in the server.
+        completion = backend.loaded.profile.completion(settings.completion, settings.explicit)
         engine = CompletionEngine(backend)
         suggestion = asyncio.run(engine.complete(text, offset, completion, CancelToken()))
         return OneCompletion(

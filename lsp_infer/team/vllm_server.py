@@ -19,8 +19,20 @@ VLLM_RANGE = ((0, 32), (0, 33))
 # From 0.10.1 request logging is opt-in (--enable-log-requests, vLLM PR #21739); before, every
 # prompt was logged unless --disable-log-requests, which 0.12 deprecated and 0.32 rejects.
 VLLM_OPT_IN_LOGGING = (0, 10, 1)
-# The embedded default model, derived for vLLM (team/vllm_model.py): `--model embedded`.
+# The embedded default model, derived for vLLM (team/vllm_model.py): `--model embedded`; an
+# embedded model's name (`--model qwen2.5-coder-1.5b`) derives that one.
 EMBEDDED = "embedded"
+
+
+def embedded_to_serve(model: str) -> str | None:
+    """The embedded model's name a team-server --model names, or None for anything else."""
+    from lsp_infer.models import DEFAULT_MODEL, EMBEDDED_MODELS
+
+    if model == EMBEDDED:
+        return DEFAULT_MODEL.name
+    return model if model in EMBEDDED_MODELS else None
+
+
 # GiB of KV cache a CPU build reserves when VLLM_CPU_KVCACHE_SPACE is not set (vLLM's own
 # default is 4; a small model's prompts need far less).
 CPU_KV_CACHE_GIB = 2
@@ -116,7 +128,7 @@ def team_server_environment(
     extra = {}
     if vllm is not None and vllm.on_cpu and "VLLM_CPU_KVCACHE_SPACE" not in environ:
         extra["VLLM_CPU_KVCACHE_SPACE"] = str(CPU_KV_CACHE_GIB)
-    if (model == EMBEDDED or Path(model).is_dir()) and "HF_HUB_OFFLINE" not in environ:
+    if (embedded_to_serve(model) or Path(model).is_dir()) and "HF_HUB_OFFLINE" not in environ:
         extra["HF_HUB_OFFLINE"] = "1"  # a local folder: nothing to ask a model hub for
     return extra
 

@@ -167,6 +167,8 @@ def test_assemble_writes_atomically_and_verifies(tmp_path: Path) -> None:
     assert target.stat().st_size == models.DEFAULT_MODEL.size
     assert list(tmp_path.glob("*.partial")) == []
     wrong = models.EmbeddedModel(
+        name="wrong",
+        extra="model",
         file_name="x",
         parts=models.DEFAULT_MODEL.parts,
         size=models.DEFAULT_MODEL.size,
@@ -181,13 +183,16 @@ def test_assemble_writes_atomically_and_verifies(tmp_path: Path) -> None:
 
 def test_missing_parts_say_how_to_install() -> None:
     missing = models.EmbeddedModel(
+        name="missing",
+        extra="model-1.5b",
         file_name="x",
         parts=(("no_such_package_lsp_infer", "data/x.bin"),),
         size=1,
         sha256="0",
         description="",
     )
-    with pytest.raises(models.ModelError, match=r"pip install 'lsp-infer\[model\]'"):
+    hint = r"missing is not installed .*pip install 'lsp-infer\[model-1.5b\]'"
+    with pytest.raises(models.ModelError, match=hint):
         models.assemble(missing)
 
 
@@ -388,13 +393,45 @@ def test_team_server_says_why_it_derives_the_model_again(
     team-server says so first (the derivation itself, a minute of transformers, is faked)."""
     folder = vllm_folder(tmp_path)
     (folder / "model.safetensors").write_bytes(b"weightz")
-    monkeypatch.setattr(vllm_model, "vllm_model_path", lambda: folder)
-    monkeypatch.setattr(vllm_model, "ensure_default_model", lambda: tmp_path / "model.gguf")
+    monkeypatch.setattr(vllm_model, "vllm_model_path", lambda _model: folder)
+    monkeypatch.setattr(vllm_model, "ensure_embedded", lambda _model: tmp_path / "model.gguf")
     fresh = vllm_folder(tmp_path / "fresh")
-    monkeypatch.setattr(vllm_model, "_derive", lambda _gguf, into: shutil.copytree(fresh, into))
+    monkeypatch.setattr(
+        vllm_model, "_derive", lambda _gguf, into, _model: shutil.copytree(fresh, into)
+    )
     args = build_parser().parse_args(["team-server", "--model", "embedded"])
     assert cli._model_to_serve(args) == str(folder)
-    assert "does not match the SHA-256" in capsys.readouterr().err
+    assert "deriving the embedded model qwen2.5-coder-0.5b" in capsys.readouterr().err
     assert folder_problem(folder) is None
     assert cli._model_to_serve(args) == str(folder)
     assert capsys.readouterr().err == ""  # a matching folder is used as it is
+
+
+def test_team_server_serves_the_larger_embedded_model_by_its_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--model qwen2.5-coder-1.5b` derives the 1.5B's own folder from its own GGUF (the
+    derivation faked); its stamp names the 1.5B, so the 0.5B's folder is never taken for it."""
+    asked: list[str] = []
+    monkeypatch.setattr(vllm_model, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(
+        vllm_model, "ensure_embedded", lambda model: asked.append(model.name) or tmp_path / "g"
+    )
+
+    def derive(_gguf: Path, into: Path, model: models.EmbeddedModel) -> None:
+        made = vllm_folder(tmp_path / "made")
+        stamp = json.loads((made / STAMP).read_text())
+        (made / STAMP).write_text(json.dumps({**stamp, "source_sha256": model.sha256}))
+        shutil.copytree(made, into)
+
+    monkeypatch.setattr(vllm_model, "_derive", derive)
+    args = build_parser().parse_args(["team-server", "--model", "qwen2.5-coder-1.5b"])
+    served = cli._model_to_serve(args)
+    assert served == str(tmp_path / "qwen2.5-coder-1.5b-instruct-vllm") and asked == [
+        "qwen2.5-coder-1.5b"
+    ]
+    assert "embedded model qwen2.5-coder-1.5b" in capsys.readouterr().err
+    assert folder_problem(Path(served), models.LARGER_MODEL) is None
+    assert "another model" in str(folder_problem(Path(served)))  # not the 0.5B's
+    env = cli.team_server_environment(None, "qwen2.5-coder-1.5b", {})
+    assert env == {"HF_HUB_OFFLINE": "1"}

@@ -45,6 +45,8 @@ def _leaves(cls: type, prefix: str = "") -> list[Leaf]:
     instance = cls()
     result: list[Leaf] = []
     for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):  # not a setting (Settings.explicit)
+            continue
         key = prefix + camel(f.name)
         hint = hints[f.name]
         if isinstance(hint, type) and dataclasses.is_dataclass(hint):

