@@ -31,6 +31,9 @@ smaller window (completion.coldStartMs), of all generations.
     python bench/multifile.py --parts typing --configs on,disk   # states also written to disk
     python bench/multifile.py --switch-every 0 --parts typing --configs nocontext,defs
                               # no extra context vs. definitions from jedi-language-server
+    python bench/multifile.py --parts typing --configs 0.5b,1.5b   # the embedded models
+
+"right" counts the pauses whose suggestion's first line is the line the typist types next.
 """
 
 from __future__ import annotations
@@ -78,6 +81,9 @@ CONFIGS = {
     # Extra context with definitions: the client answers lspInfer/definitions from a real
     # jedi-language-server (DefinitionsAnswerer).
     "defs": {},
+    # One embedded model each (model.name), the cache on: the per-model figures of BENCHMARKS.
+    "0.5b": {"model": {"name": "qwen2.5-coder-0.5b"}},
+    "1.5b": {"model": {"name": "qwen2.5-coder-1.5b"}},
 }
 WARMING = {"warm"}  # the configurations whose client warms
 DEFINING = {"defs"}  # the configurations whose client answers lspInfer/definitions
@@ -119,6 +125,7 @@ class Typist:
     pending: int | None = None
     last_key: float = 0.0
     keystrokes: int = 0
+    answer: dict[str, Any] = field(default_factory=dict)
 
     def position(self, file: File) -> dict[str, int]:
         """The cursor, as an LSP position."""
@@ -148,10 +155,17 @@ class Typist:
     def pause(self, at_least: float) -> float:
         """Wait for the answer to the latest request; milliseconds from the last key."""
         assert self.pending is not None
-        self.server.wait(self.pending, timeout=300)
+        self.answer = self.server.wait(self.pending, timeout=300)
         elapsed = time.perf_counter() - self.last_key
         time.sleep(max(0.0, at_least - elapsed))
         return elapsed * 1000
+
+    def suggested_first_line(self) -> str:
+        """The first line of the last answer's suggestion ("" for none)."""
+        result = self.answer.get("result")
+        items = result.get("items", []) if isinstance(result, dict) else result or []
+        text = str(items[0].get("insertText", "")) if items else ""
+        return text.strip().split("\n")[0].strip() if text.strip() else ""
 
     def type_line(self, file: File, line: str) -> None:
         """The line's code, character by character, then Enter with the next indentation."""
@@ -170,6 +184,9 @@ class Run:
     pauses: dict[str, list[float]] = field(default_factory=dict)  # kind → ms
     rss_mb: list[float] = field(default_factory=list)
     keystrokes: int = 0
+    # Pauses before a line still to type, and those whose suggestion's first line was it.
+    asked: int = 0
+    right: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
     switch: dict[str, list[float]] = field(default_factory=dict)
 
@@ -269,6 +286,9 @@ def typing(
             line = file.lines.pop(0)
             typist.type_line(file, line)
             run.pauses.setdefault(kind, []).append(typist.pause(args.pause_ms / 1000))
+            if file.lines:  # the line the typist types next is the one to suggest
+                run.asked += 1
+                run.right += typist.suggested_first_line() == file.lines[0].strip()
             run.rss_mb.append(rss_mb(server.process.pid))
             kind = "same"
             typed_lines += 1
@@ -331,7 +351,7 @@ def ms(values: list[float], fraction: float) -> str:
 def report_typing(runs: dict[str, Run]) -> None:
     print(f"\n{'cache':6} {'pauses':>6} {'p50 ms':>7} {'p95 ms':>7} | {'first':>13} "
           f"{'return':>13} {'same file':>13} | {'tok/key':>7} {'RSS MB':>7} "
-          f"{'small w.':>8} {'warms':>5}")  # fmt: skip
+          f"{'small w.':>8} {'warms':>5} {'right':>9}")  # fmt: skip
     print(f"{'':6} {'':>6} {'':>7} {'':>7} | {'p50/p95':>13} {'p50/p95':>13} {'p50/p95':>13} |")
     for name, run in runs.items():
         every = [p for kind in run.pauses.values() for p in kind]
@@ -343,7 +363,10 @@ def report_typing(runs: dict[str, Run]) -> None:
         print(f"{name:6} {len(every):6} {ms(every, 0.5):>7} {ms(every, 0.95):>7} | {kinds} | "
               f"{per_key:7.1f} {max(run.rss_mb):7.0f} "
               f"{run.stats['reducedWindows']:4}/{run.stats['generations']:<4} "
-              f"{run.stats.get('warms', 0):5}")  # fmt: skip
+              f"{run.stats.get('warms', 0):5} {run.right:4}/{run.asked:<4}")  # fmt: skip
+        model = run.stats.get("model", {})
+        print(f"{'':6} model {model.get('name')} (profile {model.get('profile')}, order "
+              f"{model.get('order')})")  # fmt: skip
     if {"off", "on"} <= runs.keys():
         off = [p for kind in runs["off"].pauses.values() for p in kind]
         on = [p for kind in runs["on"].pauses.values() for p in kind]
@@ -359,6 +382,13 @@ def report_typing(runs: dict[str, Run]) -> None:
         if off95 and on95:
             print(f"p95 after each file's first suggestion, off / on: {off95 / on95:.2f}x "
                   f"({off95:.0f} / {on95:.0f} ms)")  # fmt: skip
+    if {"0.5b", "1.5b"} <= runs.keys():
+        small, larger = ([p for kind in runs[n].pauses.values() for p in kind]
+                         for n in ("0.5b", "1.5b"))  # fmt: skip
+        for fraction in (0.5, 0.95):
+            a, b = percentile(larger, fraction), percentile(small, fraction)
+            if a and b:
+                print(f"p{round(fraction * 100)} 1.5b / 0.5b: {a / b:.2f}x ({a:.0f} / {b:.0f} ms)")
     if {"nocontext", "defs"} <= runs.keys():
         plain, defs = ([p for kind in runs[n].pauses.values() for p in kind]
                        for n in ("nocontext", "defs"))  # fmt: skip

@@ -35,7 +35,8 @@ class Choice:
 
 
 def choice_path() -> Path:
-    return cache_dir() / "model-choice.json"
+    """Where choices are remembered: the model cache, or LSP_INFER_MODEL_CHOICE_FILE."""
+    return Path(os.environ.get("LSP_INFER_MODEL_CHOICE_FILE") or cache_dir() / "model-choice.json")
 
 
 def machine_key(threads: int, gpu_layers: str, llama_version: str) -> str:

@@ -17,14 +17,17 @@ from lsp_infer.config import ModelSettings
 from lsp_infer.local.llama_cpp import LlamaCppBackend
 from tests.e2e.conftest import initialize, inline_at, lsp_infer, open_document, raw_request
 
+# These tests are about the 0.5B's copy: named, not left to model.name "auto"'s choice.
+SMALL = models.DEFAULT_MODEL.name
+
 
 def test_a_copy_that_cannot_be_written_warns_and_the_model_runs_as_shipped(
     monkeypatch: pytest.MonkeyPatch, backend: LlamaCppBackend
 ) -> None:
-    monkeypatch.setattr(models, "requantized_path", lambda kind: Path("/proc/no/m.q4_0.gguf"))
+    monkeypatch.setattr(models, "requantized_path", lambda *_: Path("/proc/no/m.q4_0.gguf"))
     with pytest.raises(models.ModelError, match="check that /proc/no is writable and has room"):
         models.ensure_requantized("q4_0")
-    backend.lane.run_blocking(backend.load_blocking, ModelSettings(requantize="q4_0"))
+    backend.lane.run_blocking(backend.load_blocking, ModelSettings(name=SMALL, requantize="q4_0"))
     assert backend.state == "ready", backend.error
     assert backend.loaded is not None
     assert backend.loaded.resolved.path == models.default_model_path()
@@ -36,7 +39,7 @@ def test_a_copy_that_cannot_be_written_warns_and_the_model_runs_as_shipped(
 def derived_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The Q4_0 copy goes to a scratch folder, not the user's model cache."""
     target = tmp_path / "model.q4_0.gguf"
-    monkeypatch.setattr(models, "requantized_path", lambda kind: target)
+    monkeypatch.setattr(models, "requantized_path", lambda *_: target)
     return target
 
 
@@ -78,7 +81,7 @@ def test_derived_once_trusted_then_derived_again_when_changed(derived_here: Path
 
 
 def test_the_backend_loads_the_derived_file(derived_here: Path, backend: LlamaCppBackend) -> None:
-    backend.lane.run_blocking(backend.load_blocking, ModelSettings(requantize="q4_0"))
+    backend.lane.run_blocking(backend.load_blocking, ModelSettings(name=SMALL, requantize="q4_0"))
     assert backend.state == "ready", backend.error
     assert backend.loaded is not None and backend.loaded.resolved.path == derived_here
     assert "q4_0" in backend.loaded.resolved.verified_by and backend.warnings == []
@@ -88,17 +91,17 @@ def test_the_backend_loads_the_derived_file(derived_here: Path, backend: LlamaCp
 
 def test_a_custom_model_is_loaded_as_it_is_with_one_warning(backend: LlamaCppBackend) -> None:
     custom = models.ensure_default_model()
-    settings = ModelSettings(path=str(custom), requantize="q4_0")
+    settings = ModelSettings(path=str(custom), name=SMALL, requantize="q4_0")
     backend.lane.run_blocking(backend.load_blocking, settings)
     assert backend.state == "ready", backend.error
     assert backend.loaded is not None and backend.loaded.resolved.path == custom
-    assert len(backend.warnings) == 1 and "embedded default model only" in backend.warnings[0]
+    assert len(backend.warnings) == 1 and "embedded models only" in backend.warnings[0]
     assert backend._llm.model_params.load_mode == llama_cpp.LLAMA_LOAD_MODE_MMAP
 
 
 async def test_the_server_answers_from_the_requantized_model(client: LanguageClient) -> None:
     # The server process derives into the user's model cache, as it would for a user.
-    options = {"model": {"requantize": "q4_0"}, "completion": {"precompute": False}}
+    options = {"model": {"name": SMALL, "requantize": "q4_0"}, "completion": {"precompute": False}}
     await initialize(client, options=options)
     uri = "file:///tmp/lsp-infer-e2e/requantized.py"
     open_document(client, uri, "def add(a, b):\n    return ")
@@ -111,12 +114,12 @@ async def test_the_server_answers_from_the_requantized_model(client: LanguageCli
 
 def test_model_fetch_path_and_verify_name_the_requantized_file() -> None:
     derived = str(models.requantized_path("q4_0"))
-    fetch = lsp_infer("model", "fetch", LSP_INFER_REQUANTIZE="q4_0")
+    fetch = lsp_infer("model", "fetch", LSP_INFER_REQUANTIZE="q4_0", LSP_INFER_MODEL_NAME=SMALL)
     assert fetch.returncode == 0, fetch.stderr
     assert f"ok: {derived} (model.requantize q4_0" in fetch.stdout
-    path = lsp_infer("model", "path", LSP_INFER_REQUANTIZE="q4_0")
+    path = lsp_infer("model", "path", LSP_INFER_REQUANTIZE="q4_0", LSP_INFER_MODEL_NAME=SMALL)
     assert path.stdout.strip() == str(Path(derived).resolve())
-    verify = lsp_infer("model", "verify", LSP_INFER_REQUANTIZE="q4_0")
+    verify = lsp_infer("model", "verify", LSP_INFER_REQUANTIZE="q4_0", LSP_INFER_MODEL_NAME=SMALL)
     assert verify.returncode == 0, verify.stderr
     assert f"ok: {derived} matches the SHA-256 recorded when it was made" in verify.stdout
 
@@ -124,14 +127,14 @@ def test_model_fetch_path_and_verify_name_the_requantized_file() -> None:
 def test_doctor_names_the_requantized_file_and_says_a_custom_model_is_not() -> None:
     shipped = lsp_infer("doctor")  # on this CPU-only build: the setting is suggested
     assert 'model.requantize "q4_0" evaluates prompts about 1.4x as fast' in shipped.stdout
-    derived = lsp_infer("doctor", LSP_INFER_REQUANTIZE="q4_0")
+    derived = lsp_infer("doctor", LSP_INFER_REQUANTIZE="q4_0", LSP_INFER_MODEL_NAME=SMALL)
     assert derived.returncode == 0, derived.stdout
     assert f"{models.requantized_path('q4_0')} (checked: q4_0, derived from" in derived.stdout
     assert "evaluates prompts about 1.4x as fast" not in derived.stdout
     custom = str(models.ensure_default_model())
     as_is = lsp_infer("doctor", LSP_INFER_REQUANTIZE="q4_0", LSP_INFER_MODEL=custom)
     assert as_is.returncode == 0, as_is.stdout
-    assert "applies to the embedded default model only" in as_is.stdout
+    assert "applies to the embedded models only" in as_is.stdout
     assert f"{custom} (checked: GGUF header only" in as_is.stdout
 
 

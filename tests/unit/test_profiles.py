@@ -87,9 +87,10 @@ def test_the_explicit_set_is_not_a_setting() -> None:
 
 
 def test_model_names_are_the_embedded_models() -> None:
-    assert MODEL_NAMES == ("auto", *models.EMBEDDED_MODELS)
+    assert ("auto", *models.EMBEDDED_MODELS) == MODEL_NAMES
     assert models.embedded_model("qwen2.5-coder-1.5b") is models.LARGER_MODEL
-    with pytest.raises(models.ModelError, match="known: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b"):
+    known = r"known: qwen2\.5-coder-0\.5b, qwen2\.5-coder-1\.5b"
+    with pytest.raises(models.ModelError, match=known):
         models.embedded_model("qwen-7b")
     _, problems = load_settings({"model": {"name": "qwen-7b"}})
     assert problems and problems[0].startswith("model.name: must be one of auto,")
