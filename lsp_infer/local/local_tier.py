@@ -99,6 +99,11 @@ class LocalTier:
         went stale, or the model is unavailable (told to the user once per error)."""
         uri, version = snapshot.uri, snapshot.version
         self._switching_to(uri)
+        if self._loading is not None and not self._loading.done():
+            # It would wait on the lane behind the load anyway; waiting here shapes it by the
+            # loaded model's profile (_tune), the shape (and cache key) every later one has.
+            # asyncio.wait: a keystroke cancels this request, never the load's watch.
+            await asyncio.wait({self._loading})
         try:
             return await self.completions.answer(
                 uri, snapshot.text, offset, self.tuning, explicit=explicit,

@@ -8,7 +8,7 @@ client, answers a fixed set of holes cut from the standard library (bench/holes.
 whose answer depends on their function's signature far above, and lines anywhere in a
 function) as a file opened and a suggestion invoked at once: once at the defaults, once as
 the model unhurried and unfiltered (the whole window always, a 20 s deadline, no confidence
-threshold). The defaults fail the gate when their exact match falls more than GATE_POINTS
+threshold). The defaults fail the gate when their exact match falls more than one hole
 below that, or below a plain prompt on the same model (the model card's, on the same window:
 a server that subtracts from what the model can do is a defect). Each embedded model is held
 to it, with its own profile (core/profiles.py). The same holes asked as typing asks in a file
@@ -45,10 +45,11 @@ HOLES = {
     "qwen2.5-coder-0.5b": {"header": 12, "local": 8},
     "qwen2.5-coder-1.5b": {"header": 8, "local": 6},
 }
-# One hole of slack: the deadline (completion.timeoutMs) may cut a long first line sooner on
-# a slower machine. Calibrated on 2026-12-03 (2 cores, 85 prompt tokens/s): defaults 15.0 %,
-# unhurried 15.0 %, in 6 minutes 41 s (bench/HISTORY.md, "The quality gate").
-GATE_POINTS = 5.0
+# One hole of slack (5 points of the 0.5B's 20 holes, 7.1 of the 1.5B's 14): the deadline
+# (completion.timeoutMs) may cut a long first line sooner on a slower machine. Calibrated on
+# 2026-12-03 (2 cores, 85 prompt tokens/s): defaults 15.0 %, unhurried 15.0 %, in 6 minutes
+# 41 s (bench/HISTORY.md, "The quality gate").
+HOLES_OF_SLACK = 1
 UNHURRIED = {
     "completion": {"coldStartMs": 0, "timeoutMs": 20000, "minConfidence": 0,
                    "coldStartConfidence": 0},
@@ -109,10 +110,11 @@ async def test_the_defaults_suggest_within_a_few_points_of_the_unhurried_model(
         out.write(f"{figures}\n")
     # 3 holes when calibrated: fewer than 2 right means the prompt or the model broke.
     assert unhurried >= 10.0, f"the unhurried model scored {unhurried:.1f} %: the prompt broke"
+    slack = 100 * HOLES_OF_SLACK / sum(HOLES[model].values())
     for path, figure in (("invoked", defaults), ("opened and rested", rested)):
-        assert figure >= unhurried - GATE_POINTS, (
+        assert figure >= unhurried - slack, (
             f"{model}: the defaults' exact match {path} ({figure:.1f} %) fell more than "
-            f"{GATE_POINTS} points below the unhurried model's ({unhurried:.1f} %) on the same "
+            f"{slack:.1f} points below the unhurried model's ({unhurried:.1f} %) on the same "
             "holes"
         )
         # The server must add to the model, never subtract: at least a plain prompt's.
