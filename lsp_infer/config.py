@@ -145,6 +145,15 @@ class ExtraContextSettings:
 
 
 @dataclass(kw_only=True)
+class NextEditSettings:
+    """Next-edit suggestions (lspInfer/nextEdit, next_edit/): the ``nextEdit`` section."""
+
+    # Answer lspInfer/nextEdit from the document's recent edits (a rename carried to the
+    # name's other uses); off: every answer is empty, and no edit is recorded.
+    enabled: bool = True
+
+
+@dataclass(kw_only=True)
 class TeamSettings:
     """The shared OpenAI-compatible server (vLLM) for whole-file refactors."""
 
@@ -232,6 +241,7 @@ class Settings:
     completion: CompletionSettings = field(default_factory=CompletionSettings)
     context: ExtraContextSettings = field(default_factory=ExtraContextSettings)
     team: TeamSettings = field(default_factory=TeamSettings)
+    next_edit: NextEditSettings = field(default_factory=NextEditSettings)
     # Extra exclusion patterns (gitignore syntax) on top of the secret-file defaults and
     # .lspinferignore: matching files never enter a prompt or reach the team server.
     exclude: list[str] = field(default_factory=list)
@@ -398,7 +408,8 @@ def _resolved_field_types() -> dict[tuple[type, str], Any]:
     import typing
 
     table: dict[tuple[type, str], Any] = {}
-    for cls in (ModelSettings, CompletionSettings, ExtraContextSettings, TeamSettings, Settings):
+    for cls in (ModelSettings, CompletionSettings, ExtraContextSettings, NextEditSettings,
+                TeamSettings, Settings):  # fmt: skip
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             table[(cls, f.name)] = hints[f.name]

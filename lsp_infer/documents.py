@@ -45,17 +45,43 @@ class TextChange:
     range: tuple[tuple[int, int], tuple[int, int]] | None = None
 
 
-def apply_change(text: str, change: TextChange, encoding: Encoding) -> str:
-    """The text after one content change (pure)."""
+@dataclass(frozen=True)
+class Splice:
+    """One change in offsets: ``text[start:end]`` of the text before it became ``new``."""
+
+    start: int
+    end: int
+    new: str
+
+
+def splice_of(text: str, change: TextChange, encoding: Encoding) -> Splice:
+    """Where one content change falls in ``text`` (pure). A whole-text replacement is
+    reduced to the span between the common prefix and suffix: what really changed."""
     if change.range is None:
-        return change.text
+        new = change.text
+        limit = min(len(text), len(new))
+        prefix = 0
+        while prefix < limit and text[prefix] == new[prefix]:
+            prefix += 1
+        suffix = 0
+        while suffix < limit - prefix and text[-1 - suffix] == new[-1 - suffix]:
+            suffix += 1
+        return Splice(prefix, len(text) - suffix, new[prefix : len(new) - suffix])
     (start_line, start_char), (end_line, end_char) = change.range
     starts = line_starts(text)
     start = offset_at(text, start_line, start_char, encoding, starts=starts, clamp_line=True)
     end = offset_at(text, end_line, end_char, encoding, starts=starts, clamp_line=True)
     if end < start:  # a reversed range: treat it as the same span
         start, end = end, start
-    return text[:start] + change.text + text[end:]
+    return Splice(start, end, change.text)
+
+
+def apply_change(text: str, change: TextChange, encoding: Encoding) -> str:
+    """The text after one content change (pure)."""
+    if change.range is None:
+        return change.text
+    splice = splice_of(text, change, encoding)
+    return text[: splice.start] + splice.new + text[splice.end :]
 
 
 class DocumentNotOpen(KeyError):
@@ -81,13 +107,21 @@ class DocumentStore:
     def change(
         self, uri: str, version: int, changes: list[TextChange], encoding: Encoding
     ) -> Snapshot:
+        return self.change_with_splices(uri, version, changes, encoding)[0]
+
+    def change_with_splices(
+        self, uri: str, version: int, changes: list[TextChange], encoding: Encoding
+    ) -> tuple[Snapshot, list[Splice]]:
+        """The new snapshot, and each change as a splice of the text just before it."""
         current = self.get(uri)
-        text = current.text
+        text, splices = current.text, []
         for change in changes:
-            text = apply_change(text, change, encoding)
+            splice = splice_of(text, change, encoding)
+            text = text[: splice.start] + splice.new + text[splice.end :]
+            splices.append(splice)
         snapshot = Snapshot(uri=uri, version=version, text=text, language_id=current.language_id)
         self._docs[uri] = snapshot
-        return snapshot
+        return snapshot, splices
 
     def close(self, uri: str) -> None:
         self._docs.pop(uri, None)

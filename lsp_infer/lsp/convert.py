@@ -19,6 +19,7 @@ from lsp_infer.editor import (
     cut_text,
     definition_text_bounds,
 )
+from lsp_infer.next_edit.predict import Prediction
 from lsp_infer.positions import ENCODINGS, Encoding, line_starts, position_at
 from lsp_infer.team.refactor_batches import RefactorOffer
 
@@ -44,6 +45,13 @@ DEFINITIONS_METHOD = "lspInfer/definitions"
 # whole window's suggestion is ready where a cold start answered (or hid) one; ask again
 # there, {"textDocument": {"uri", "version"}, "position"}.
 SUGGESTION_READY_METHOD = "lspInfer/suggestionReady"
+# Next-edit suggestions (docs/protocol.md): a request {"textDocument": {"uri", "version"},
+# "position"} → {"edits": [{"range", "text"}], "id", "kind", "version", "label"}, and what
+# became of one, notifications {"id"}.
+NEXT_EDIT_METHOD = "lspInfer/nextEdit"
+DID_SHOW_NEXT_EDIT = "lspInfer/didShowNextEdit"
+DID_ACCEPT_NEXT_EDIT = "lspInfer/didAcceptNextEdit"
+DID_REJECT_NEXT_EDIT = "lspInfer/didRejectNextEdit"
 
 
 def encoding_from(kind: str | types.PositionEncodingKind | None) -> Encoding:
@@ -221,6 +229,37 @@ def warm_target(params: Any) -> tuple[str, int, int] | None:
             return None
     assert isinstance(line, int) and isinstance(character, int)
     return uri, line, character
+
+
+def next_edit_target(params: Any) -> tuple[str, int, int, int] | None:
+    """The uri, version, line and character of an ``lspInfer/nextEdit`` request's params;
+    None when any is missing or not of its type."""
+    target = warm_target(params)
+    document = _field(params, "textDocument")
+    version = _field(document, "version") if document is not None else None
+    if target is None or isinstance(version, bool) or not isinstance(version, int):
+        return None
+    uri, line, character = target
+    return uri, version, line, character
+
+
+def next_edit_result(
+    text: str, starts: list[int], version: int, issued: tuple[str, Prediction] | None,
+    encoding: Encoding,
+) -> dict[str, Any]:  # fmt: skip
+    """An ``lspInfer/nextEdit`` answer: the prediction's edits as LSP ranges, or none."""
+    if issued is None:
+        return {"edits": [], "id": None, "kind": None, "version": version, "label": None}
+    item_id, prediction = issued
+
+    def at(offset: int) -> dict[str, int]:
+        line, character = position_at(text, offset, encoding, starts=starts)
+        return {"line": line, "character": character}
+
+    edits = [{"range": {"start": at(edit.start), "end": at(edit.end)}, "text": edit.new}
+             for edit in prediction.edits]  # fmt: skip
+    return {"edits": edits, "id": item_id, "kind": prediction.kind, "version": version,
+            "label": prediction.label}  # fmt: skip
 
 
 def announces(experimental: Any, feature: str) -> bool:

@@ -21,7 +21,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
-from lsp_infer.documents import DocumentNotOpen
+from lsp_infer.documents import DocumentNotOpen, Splice
 from lsp_infer.lsp.convert import first_changed_line, text_changes
 from lsp_infer.session import Session
 
@@ -45,6 +45,8 @@ class DocumentListener(Protocol):
     def document_opened(self, uri: str, text: str) -> None: ...
 
     def document_changed(self, uri: str, text: str, line: int | None) -> None: ...
+
+    def document_edited(self, uri: str, before: str, splices: list[Splice]) -> None: ...
 
     def document_closed(self, uri: str) -> None: ...
 
@@ -116,12 +118,14 @@ class LspInferProtocol(LanguageServerProtocol):
     ) -> Generator[Any, Any, None]:
         doc, session = params.text_document, self._listener.session
         try:
-            snapshot = session.documents.change(
+            before = session.documents.get(doc.uri).text
+            snapshot, splices = session.documents.change_with_splices(
                 doc.uri, doc.version, text_changes(params.content_changes), session.encoding
             )
         except DocumentNotOpen:
             log.warning("didChange for a document that is not open: %s", doc.uri)
         else:
+            self._listener.document_edited(doc.uri, before, splices)
             line = first_changed_line(params.content_changes)
             self._listener.document_changed(doc.uri, snapshot.text, line)
         yield from self._user_handler(types.TEXT_DOCUMENT_DID_CHANGE, params)

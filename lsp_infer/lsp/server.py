@@ -21,16 +21,20 @@ from pygls.lsp.server import LanguageServer
 
 from lsp_infer import __version__
 from lsp_infer.config import load_settings
-from lsp_infer.documents import DocumentNotOpen, Snapshot
+from lsp_infer.documents import DocumentNotOpen, Snapshot, Splice
 from lsp_infer.feedback import Feedback
 from lsp_infer.local.completions import Answer
 from lsp_infer.local.local_tier import LocalTier
 from lsp_infer.lsp.convert import (
     ACCEPT_SUGGESTION,
     DEBUG_DOCUMENT_METHOD,
+    DID_ACCEPT_NEXT_EDIT,
     DID_DISMISS_SUGGESTION,
     DID_PARTIALLY_ACCEPT_SUGGESTION,
+    DID_REJECT_NEXT_EDIT,
+    DID_SHOW_NEXT_EDIT,
     DID_SHOW_SUGGESTION,
+    NEXT_EDIT_METHOD,
     REFACTOR_FILE,
     REFACTOR_FILES,
     SECTION,
@@ -41,6 +45,8 @@ from lsp_infer.lsp.convert import (
     completion_list,
     encoding_from,
     inline_completion_list,
+    next_edit_result,
+    next_edit_target,
     position,
     refactor_arguments,
     suggestion_id,
@@ -48,6 +54,7 @@ from lsp_infer.lsp.convert import (
 )
 from lsp_infer.lsp.lsp_editor import LspEditor
 from lsp_infer.lsp.protocol import LspInferProtocol
+from lsp_infer.next_edit.service import NextEdits
 from lsp_infer.positions import PositionError, position_at
 from lsp_infer.session import Session
 from lsp_infer.team.team_tier import TeamTier
@@ -72,6 +79,7 @@ class LspInferServer(LanguageServer):
         self.team = TeamTier(self.session, self.editor)
         # What became of the suggestions (shown, accepted, …), as the editor reports it.
         self.feedback = Feedback()
+        self.next_edits = NextEdits()  # the edit histories and next-edit predictions
         self.settings, _problems = load_settings(None, self.env)
         self._init_options: Any = None
         self._shown_problems: list[str] = []
@@ -133,9 +141,17 @@ class LspInferServer(LanguageServer):
         self.local.changed(uri, text, line)
         self.team.document_changed(uri)
 
+    def document_edited(self, uri: str, before: str, splices: list[Splice]) -> None:
+        # The edit history next edits are predicted from: never an excluded file's.
+        if self.settings.next_edit.enabled and not self.session.policy().excluded(uri):
+            self.next_edits.changed(uri, before, splices)
+        else:
+            self.next_edits.forget(uri)
+
     def document_closed(self, uri: str) -> None:
         self.local.closed(uri)
         self.feedback.forget(uri)
+        self.next_edits.forget(uri)
 
     # -- completion -----------------------------------------------------------------
 
@@ -277,6 +293,7 @@ def create_server(env: Mapping[str, str] | None = None) -> LspInferServer:
     _register_completions(server)
     _register_suggestion_events(server)
     _register_team(server)
+    _register_next_edits(server)
     return server
 
 
@@ -359,6 +376,7 @@ def _register_completions(server: LspInferServer) -> None:
         stats = ls.local.stats()
         stats["suggestions"] = ls.feedback.as_json()
         stats["team"] = ls.team.stats()
+        stats["nextEdit"] = ls.next_edits.stats()
         return stats
 
 
@@ -406,3 +424,51 @@ def _register_team(server: LspInferServer) -> None:
     async def refactor_files(ls: LspInferServer, *arguments: Any) -> dict[str, Any]:
         uris, instruction = refactor_arguments(_one(arguments), batch=True)
         return await ls.run_command(ls.team.commands.refactor(uris, instruction))
+
+
+def _register_next_edits(server: LspInferServer) -> None:
+    @server.feature(NEXT_EDIT_METHOD)
+    def next_edit(ls: LspInferServer, params: Any) -> dict[str, Any]:
+        return answer_next_edit(ls, params)
+
+    @server.feature(DID_SHOW_NEXT_EDIT)
+    def did_show(ls: LspInferServer, params: Any) -> None:
+        next_edit_outcome(ls, "shown", params)
+
+    @server.feature(DID_ACCEPT_NEXT_EDIT)
+    def did_accept(ls: LspInferServer, params: Any) -> None:
+        next_edit_outcome(ls, "accepted", params)
+
+    @server.feature(DID_REJECT_NEXT_EDIT)
+    def did_reject(ls: LspInferServer, params: Any) -> None:
+        next_edit_outcome(ls, "rejected", params)
+
+
+def answer_next_edit(ls: LspInferServer, params: Any) -> dict[str, Any]:
+    """``lspInfer/nextEdit``: the edit the recent edits make near certain, in the document at
+    the version asked; none for another version (the user typed on), an excluded file, or
+    with ``nextEdit.enabled`` off."""
+    target = next_edit_target(params)
+    if target is None:
+        raise JsonRpcInvalidParams(
+            f"{NEXT_EDIT_METHOD} expects {{textDocument: {{uri, version}}, position}}"
+        )
+    uri, version, line, character = target
+    encoding = ls.session.encoding
+    try:
+        snapshot = ls.session.documents.get(uri)
+        snapshot.offset_at(line, character, encoding)  # a position outside it: an error
+    except (DocumentNotOpen, PositionError) as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
+    issued = None
+    if (snapshot.version == version and ls.settings.next_edit.enabled
+            and not ls.session.policy().excluded(uri)):  # fmt: skip
+        issued = ls.next_edits.predict(snapshot)
+    return next_edit_result(snapshot.text, snapshot.starts, version, issued, encoding)
+
+
+def next_edit_outcome(ls: LspInferServer, outcome: str, params: Any) -> None:
+    """What became of a next edit (shown, accepted, rejected); an unknown id is logged."""
+    item_id = suggestion_id(params)
+    if item_id is None or not ls.next_edits.outcome(item_id, outcome):
+        log.debug("next edit %s: unknown or missing id: %r", outcome, params)

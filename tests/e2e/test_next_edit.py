@@ -1,0 +1,165 @@
+"""Next-edit suggestions over stdio with the real server: a rename typed key by key is offered
+at the name's other uses in its scope, and nothing is offered for a stale version, an
+excluded file, with the setting off, or where the edits no longer apply; bad params get
+InvalidParams."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pytest_lsp import LanguageClient
+
+from .conftest import initialize, open_document, raw_request
+
+NEXT_EDIT = "lspInfer/nextEdit"
+SOURCE = (
+    "def area(wdth, height):\n"
+    "    return wdth * height\n"
+    "\n"
+    "\n"
+    "def double(wdth):\n"
+    "    return wdth * 2\n"
+)
+
+
+class Document:
+    """An open document edited as an editor does: one didChange per key, versions counted."""
+
+    def __init__(self, client: LanguageClient, uri: str, text: str) -> None:
+        self.client, self.uri, self.text, self.version = client, uri, text, 1
+        open_document(client, uri, text)
+
+    def replace(self, line: int, start: int, end: int, new: str) -> None:
+        self.version += 1
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=self.uri, version=self.version
+                ),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(
+                            start=types.Position(line=line, character=start),
+                            end=types.Position(line=line, character=end),
+                        ),
+                        text=new,
+                    )
+                ],
+            )
+        )
+        lines = self.text.split("\n")
+        lines[line] = lines[line][:start] + new + lines[line][end:]
+        self.text = "\n".join(lines)
+
+    def rename_by_keys(self, line: int, start: int, old: str, new: str) -> None:
+        """Backspace over ``old`` (cursor after it), then type ``new``."""
+        for count in range(len(old), 0, -1):
+            self.replace(line, start + count - 1, start + count, "")
+        for i, char in enumerate(new):
+            self.replace(line, start + i, start + i, char)
+
+    async def next_edit(self, line: int, character: int, version: int | None = None) -> Any:
+        return await raw_request(self.client, NEXT_EDIT, {
+            "textDocument": {"uri": self.uri, "version": version or self.version},
+            "position": {"line": line, "character": character},
+        })  # fmt: skip
+
+    def apply(self, edits: list[dict[str, Any]]) -> str:
+        lines = self.text.split("\n")
+        for edit in sorted(
+            edits,
+            key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
+            reverse=True,
+        ):
+            start, end = edit["range"]["start"], edit["range"]["end"]
+            assert start["line"] == end["line"]
+            row = lines[start["line"]]
+            lines[start["line"]] = (
+                row[: start["character"]] + edit["text"] + row[end["character"] :]
+            )
+        return "\n".join(lines)
+
+
+async def stats(client: LanguageClient) -> dict[str, Any]:
+    return (await raw_request(client, "lspInfer/stats", {}))["nextEdit"]
+
+
+async def test_a_renamed_parameter_is_offered_at_its_other_uses_only(client: LanguageClient):
+    await initialize(client)
+    doc = Document(client, "file:///tmp/lsp-infer-e2e/next/area.py", SOURCE)
+    doc.rename_by_keys(0, 9, "wdth", "width")
+    answer = await doc.next_edit(0, 14)
+    assert answer["kind"] == "rename" and answer["version"] == doc.version
+    assert answer["label"] == "rename wdth → width (1 more)"
+    assert answer["edits"] == [{
+        "range": {"start": {"line": 1, "character": 11}, "end": {"line": 1, "character": 15}},
+        "text": "width",
+    }]  # fmt: skip
+    # Applied, the rename is complete in area() and double()'s own `wdth` is untouched.
+    assert doc.apply(answer["edits"]) == SOURCE.replace("wdth", "width", 2)
+    for method in ("lspInfer/didShowNextEdit", "lspInfer/didAcceptNextEdit"):
+        client.protocol.notify(method, {"id": answer["id"]})
+    client.protocol.notify("lspInfer/didRejectNextEdit", {"id": "ne-never-issued"})
+    numbers = await stats(client)
+    assert numbers["requests"] == 1 and numbers["predicted"] == 1
+    assert numbers["shown"] == 1 and numbers["accepted"] == 1 and numbers["rejected"] == 0
+    assert numbers["byKind"]["rename"]["accepted"] == 1
+
+
+async def test_nothing_is_offered_where_it_would_be_wrong(client: LanguageClient, tmp_path: Path):
+    await initialize(client, options={"exclude": ["secret_*.py"]}, workspace=tmp_path)
+    doc = Document(client, (tmp_path / "area.py").as_uri(), SOURCE)
+    doc.rename_by_keys(0, 9, "wdth", "width")
+    renamed_at = doc.version
+    # The user typed on since: that version's answer is empty (ask again).
+    doc.replace(5, 15, 15, "0")
+    stale = await doc.next_edit(0, 14, version=renamed_at)
+    assert stale["edits"] == [] and stale["id"] is None and stale["version"] == renamed_at
+    # The uses were deleted meanwhile: nothing left to rename, never an edit elsewhere.
+    doc.replace(1, 4, 24, "pass")
+    assert (await doc.next_edit(0, 14))["edits"] == []
+    # An excluded file records no edits and gets no prediction.
+    secret = Document(client, (tmp_path / "secret_keys.py").as_uri(), SOURCE)
+    secret.rename_by_keys(0, 9, "wdth", "width")
+    assert (await secret.next_edit(0, 14))["edits"] == []
+    # Not Python: no parser here, nothing offered.
+    script = Document(client, (tmp_path / "area.js").as_uri(), "let wdth = 1;\nf(wdth);\n")
+    script.replace(0, 4, 8, "width")
+    assert (await script.next_edit(0, 9))["edits"] == []
+
+
+async def test_the_setting_turns_it_off(client: LanguageClient):
+    await initialize(client, options={"nextEdit": {"enabled": False}})
+    doc = Document(client, "file:///tmp/lsp-infer-e2e/next/off.py", SOURCE)
+    doc.rename_by_keys(0, 9, "wdth", "width")
+    assert (await doc.next_edit(0, 14))["edits"] == []
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {
+            "textDocument": {"uri": "file:///tmp/lsp-infer-e2e/next/closed.py", "version": 1},
+            "position": {"line": 0, "character": 0},
+        },  # not open
+        {
+            "textDocument": {"uri": "file:///tmp/lsp-infer-e2e/next/bad.py", "version": 1},
+            "position": {"line": 99, "character": 0},
+        },  # past the end
+        {
+            "textDocument": {"uri": "file:///tmp/lsp-infer-e2e/next/bad.py"},
+            "position": {"line": 0, "character": 0},
+        },  # no version
+        {"position": {"line": 0, "character": 0}},
+        None,
+    ],
+)
+async def test_bad_params_get_invalid_params(client: LanguageClient, params: Any):
+    await initialize(client)
+    open_document(client, "file:///tmp/lsp-infer-e2e/next/bad.py", SOURCE)
+    with pytest.raises(JsonRpcInvalidParams):
+        await raw_request(client, NEXT_EDIT, params)
