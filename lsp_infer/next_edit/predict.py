@@ -19,7 +19,7 @@ import keyword
 from dataclasses import dataclass
 
 from lsp_infer.next_edit.history import Edit
-from lsp_infer.next_edit.python_scopes import parses, same_binding
+from lsp_infer.next_edit.python_scopes import is_code_name, parses, same_binding
 
 PYTHON_LANGUAGE_IDS = frozenset({"python"})
 PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
@@ -36,7 +36,7 @@ class TextEdit:
 
 @dataclass(frozen=True)
 class Prediction:
-    kind: str  # what made it: "rename"
+    kind: str  # what made it: "rename", "repeat"
     edits: tuple[TextEdit, ...]  # sorted, never overlapping
     label: str
 
@@ -49,10 +49,22 @@ def is_python(uri: str, language_id: str) -> bool:
 
 def predict(text: str, edits: list[Edit], python: bool) -> Prediction | None:
     """The next edit of the document ``text``, given its recent ``edits`` (oldest first, in
-    ``text``'s coordinates); None when nothing is near certain."""
-    if not edits or not python:
+    ``text``'s coordinates); None when nothing is near certain. A rename needs Python's
+    parser; a repeated edit is plain text, any language."""
+    if not edits:
         return None
-    return predict_rename(text, edits)
+    if python and (rename := predict_rename(text, edits)) is not None:
+        return rename
+    if python and _renamed_in_code(text, edits[-1]):
+        # A name in the code changed to another: the rename's rules said no (another variable
+        # meant, most often), or it is an attribute's, which no scope tells about here.
+        return None
+    return predict_repeat(text, edits[-1])
+
+
+def _renamed_in_code(text: str, edit: Edit) -> bool:
+    rename = rename_of(text, edit)
+    return rename is not None and is_code_name(edit.undone(text), rename.start)
 
 
 def _is_name_char(char: str) -> bool:
@@ -147,3 +159,63 @@ def _to_now(start: int, end: int, undone: list[tuple[int, int, int]]) -> int | N
         if undone_end <= start:
             delta += growth
     return start + delta
+
+
+# -- the same edit on a line like the one just edited -----------------------------------
+
+REPEAT_REACH_LINES = 80  # how far from the edit a line like it is looked for
+MIN_REPEAT_CHARS = 8  # a shorter line (`)`, `else:`) is too common to mean the same edit
+
+
+def _line_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """The whole lines ``[start, end)`` touches (without the last line's newline)."""
+    first = text.rfind("\n", 0, start) + 1
+    last = text.find("\n", end)
+    return first, len(text) if last < 0 else last
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def predict_repeat(text: str, latest: Edit) -> Prediction | None:
+    """The latest edit, inside one line, made again on the nearest other line that read as the
+    edited one did (indentation aside): after it, or else before it. One at a time: accepted,
+    it is the latest edit, and the next request offers the next such line."""
+    if "\n" in latest.old or "\n" in latest.new:
+        return None  # lines added or joined: new code, not a change to a line like others
+    before = latest.undone(text)
+    old_start, old_end = _line_span(before, latest.start, latest.start + len(latest.old))
+    new_start, new_end = _line_span(text, latest.start, latest.end)
+    old_line, new_line = before[old_start:old_end], text[new_start:new_end]
+    key = old_line.strip()
+    if key == new_line.strip() or len(key) < MIN_REPEAT_CHARS:
+        return None
+    lines = text.split("\n")
+    edited = text.count("\n", 0, new_start)
+    nearby = range(max(0, edited - REPEAT_REACH_LINES),
+                   min(len(lines), edited + REPEAT_REACH_LINES + 1))  # fmt: skip
+    alike = [i for i in nearby if i != edited and lines[i].strip() == key]
+    if not alike:
+        return None
+    later = [i for i in alike if i > edited]
+    target = later[0] if later else alike[-1]
+    # The edited line's change, at the same place of the target line (its own indentation).
+    indent, old_indent = _indent(lines[target]), _indent(old_line)
+    replacement = indent + new_line[len(old_indent) :] if new_line.startswith(old_indent) \
+        else new_line  # fmt: skip
+    start = sum(len(line) + 1 for line in lines[:target])
+    edit = smallest_edit(text, start, start + len(lines[target]), replacement)
+    return Prediction("repeat", (edit,), f"the same edit at line {target + 1}")
+
+
+def smallest_edit(text: str, start: int, end: int, new: str) -> TextEdit:
+    """``text[start:end]`` → ``new`` cut to the characters that differ."""
+    old = text[start:end]
+    prefix = 0
+    while prefix < min(len(old), len(new)) and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < min(len(old), len(new)) - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    return TextEdit(start + prefix, end - suffix, new[prefix : len(new) - suffix])

@@ -15,6 +15,9 @@ statement's name has no position of its own, or renaming changes what is importe
 from __future__ import annotations
 
 import ast
+import builtins
+import io
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Union
@@ -25,6 +28,7 @@ ScopeNode = Union[  # noqa: UP007 (3.10: a runtime alias)
     ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
     ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
 ]  # fmt: skip
+_BUILTINS = frozenset(dir(builtins))
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 Comprehension = Union[ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp]  # noqa: UP007
 
@@ -74,6 +78,9 @@ class _Collector(ast.NodeVisitor):
         self.offset = _Offsets(source)
         self.scopes: list[_Scope] = []
         self._current: _Scope | None = None
+        # The keyword arguments given to each callee's name (``f(x=1)``, ``self.f(x=1)``):
+        # a parameter renamed must be renamed there too, which needs the callee resolved.
+        self.keywords: dict[str, set[str]] = {}
 
     def collect(self, tree: ast.Module) -> None:
         self._enter(tree, lambda: self._body(tree.body))
@@ -196,6 +203,12 @@ class _Collector(ast.NodeVisitor):
         if isinstance(node, _COMPREHENSIONS):
             self._comprehension(node)
             return
+        if isinstance(node, ast.Call):
+            callee = node.func
+            name = callee.id if isinstance(callee, ast.Name) else getattr(callee, "attr", None)
+            if name is not None:
+                given = self.keywords.setdefault(name, set())
+                given.update(k.arg for k in node.keywords if k.arg is not None)
         if isinstance(node, ast.Global | ast.Nonlocal):
             self.scope.declared.update(node.names)
             return
@@ -281,6 +294,10 @@ def same_binding(source: str, offset: int) -> Binding | None:
     # comprehension, a position ast gets wrong): not offered at all, anywhere in the file.
     if home is None or any(name in other.unsafe for other in collector.scopes):
         return None
+    if home.parent is None and name in _BUILTINS:
+        return None  # read before it is assigned, it is the builtin: `try: complex …`
+    if _passed_by_keyword(home, name, collector.keywords):
+        return None  # `f(name=…)` somewhere: the call would need renaming too
     found: list[Occurrence] = []
     nearby: set[str] = set()
     for other in collector.scopes:
@@ -291,8 +308,24 @@ def same_binding(source: str, offset: int) -> Binding | None:
             found.extend(o for o in mine if _resolve(other, name) is home)
             nearby.update(o.name for o in other.occurrences)
             nearby.update(other.bound)
+    outer = home.parent
+    while outer is not None:  # a name seen from here: renaming to it would shadow it
+        if not outer.is_class:
+            nearby.update(outer.bound)
+        outer = outer.parent
     nearby.discard(name)
     return Binding(name, tuple(sorted(found, key=lambda o: o.start)), frozenset(nearby))
+
+
+def _passed_by_keyword(home: _Scope, name: str, keywords: dict[str, set[str]]) -> bool:
+    """Whether ``name`` is a parameter of ``home`` (a def) that some call to a callee of the
+    def's name passes by keyword."""
+    node = home.node
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    args = node.args
+    parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    return name in parameters and name in keywords.get(node.name, set())
 
 
 def _inside(scope: _Scope, home: _Scope) -> bool:
@@ -315,3 +348,20 @@ def _declared_binding(scope: _Scope, name: str) -> _Scope | None:
             return outer
         outer = outer.parent
     return None
+
+
+def is_code_name(source: str, offset: int) -> bool:
+    """Whether the identifier at ``offset`` is a name token of the code (a variable, an
+    attribute, a keyword argument), not a word in a string or a comment."""
+    line_number = source.count("\n", 0, offset) + 1
+    column = offset - (source.rfind("\n", 0, offset) + 1)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.start[0] > line_number:
+                return False
+            on_it = token.start[0] == line_number and token.start[1] <= column <= token.end[1]
+            if on_it and token.type == tokenize.NAME:
+                return True
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return False
+    return False

@@ -112,13 +112,14 @@ async def test_the_defaults_suggest_within_a_few_points_of_the_unhurried_model(
     assert unhurried >= 10.0, f"the unhurried model scored {unhurried:.1f} %: the prompt broke"
     slack = 100 * HOLES_OF_SLACK / sum(HOLES[model].values())
     for path, figure in (("invoked", defaults), ("opened and rested", rested)):
-        assert figure >= unhurried - slack, (
+        # Compared to a millionth of a point: 3/14 and 4/14 - 1/14 differ in the last bit.
+        assert figure >= unhurried - slack - 1e-6, (
             f"{model}: the defaults' exact match {path} ({figure:.1f} %) fell more than "
             f"{slack:.1f} points below the unhurried model's ({unhurried:.1f} %) on the same "
             "holes"
         )
         # The server must add to the model, never subtract: at least a plain prompt's.
-        assert figure >= plain, (
+        assert figure >= plain - 1e-6, (
             f"{model}: the defaults' exact match {path} ({figure:.1f} %) is below a plain "
             f"prompt's on the same model ({plain:.1f} %)"
         )

@@ -1,5 +1,6 @@
 -- An in-process stand-in for lsp-infer (a `cmd` function, see :help vim.lsp.rpc): it answers
--- textDocument/inlineCompletion after `delay_ms` with the items `answer(params, line)` returns,
+-- textDocument/inlineCompletion after `delay_ms` with the items `answer(params, line)` returns
+-- (and lspInfer/nextEdit with what `next_edit(params)` returns),
 -- honours $/cancelRequest (RequestCancelled), and records what it was sent. For fast,
 -- model-free checks of the plugin's client side.
 local M = {
@@ -7,6 +8,7 @@ local M = {
   requests = {}, -- { method, params } in arrival order
   cancelled = {}, -- request ids the client cancelled
   notifications = {}, -- { method, params }
+  honour_cancel = true, -- false: a cancelled request is still answered, late (as a busy server may)
 }
 
 --- The continuation of `full` after what was typed after "return " on the cursor's line.
@@ -43,6 +45,13 @@ function M.answer(params, line)
     end
   end
   return items
+end
+
+--- The answer to lspInfer/nextEdit (after `next_edit_delay_ms`): none unless a test sets it.
+M.next_edit_delay_ms = 30
+function M.next_edit(params)
+  return { edits = {}, id = vim.NIL, kind = vim.NIL, version = params.textDocument.version,
+    label = vim.NIL }
 end
 
 function M.count(method)
@@ -139,6 +148,10 @@ function M.cmd(dispatchers)
           local line = vim.api.nvim_get_current_line():sub(1, params.position.character)
           reply(nil, { items = M.answer(params, line) })
         end, M.delay_ms)
+      elseif method == "lspInfer/nextEdit" then
+        vim.defer_fn(function()
+          reply(nil, M.next_edit(params))
+        end, M.next_edit_delay_ms)
       elseif method == "workspace/executeCommand" and params.command == "lspInfer.acceptSuggestion" then
         reply(nil, vim.NIL)
       elseif method == "workspace/executeCommand" then
@@ -163,7 +176,7 @@ function M.cmd(dispatchers)
       end
       if method == "$/cancelRequest" then
         table.insert(M.cancelled, params.id)
-        local reply = pending[params.id]
+        local reply = M.honour_cancel and pending[params.id]
         if reply then
           reply({ code = -32800, message = "cancelled" }, nil)
         end

@@ -212,6 +212,17 @@ def test_occurrences_renamed_by_hand_already_are_not_offered_again() -> None:
         ("def f():\n    x = 1\n", "x", "x", "y"),
         # A keyword is not a name.
         ("def f(a):\n    return a\n", "a)", "a", "if"),
+        # A name of the enclosing function: the user means that one, not a rename.
+        ("def f(xs, y):\n    return [x + 1 for x in xs]\n", "x +", "x", "y"),
+        # A parameter passed by keyword somewhere: the call would need renaming too.
+        ("def f(size):\n    return size\n\nf(size=3)\n", "size)", "size", "n"),
+        # A module-level name that is also a builtin: before its assignment, the builtin.
+        (
+            "try:\n    complex\nexcept NameError:\n    complex = float\nx = complex\n",
+            "complex = f",
+            "complex",
+            "number",
+        ),
     ],
 )
 def test_no_rename_is_offered(source: str, needle: str, old: str, new: str) -> None:
@@ -265,3 +276,62 @@ def test_the_service_issues_ids_and_counts_each_outcome_once() -> None:
                                           "rejected": 0}}  # fmt: skip
     service.forget(uri)
     assert service.predict(Snapshot(uri, 2, text, "python")) is None
+
+
+# -- the repeated edit ---------------------------------------------------------------
+
+DECORATED = (
+    "@pytest.mark.asyncio\n"
+    "async def test_a():\n"
+    "    pass\n"
+    "\n"
+    "@pytest.mark.asyncio\n"
+    "async def test_b():\n"
+    "    pass\n"
+)
+
+
+def repeated(source: str, at: int, old: str, new: str, python: bool = True) -> str | None:
+    """The text after the user's edit and the offered repeat applied; None if none offered."""
+    history = EditHistory()
+    text = typed(history, source, Splice(at, at + len(old), new))
+    prediction = predict(text, history.edits, python=python)
+    if prediction is None:
+        return None
+    assert prediction.kind == "repeat" and len(prediction.edits) == 1
+    edit = prediction.edits[0]
+    return text[: edit.start] + edit.new + text[edit.end :]
+
+
+def test_the_same_edit_is_offered_on_the_next_line_like_it() -> None:
+    at = DECORATED.index("asyncio")
+    after = repeated(DECORATED, at, "asyncio", 'usefixtures("env")')
+    assert after == DECORATED.replace("asyncio", 'usefixtures("env")')
+
+
+def test_a_repeat_keeps_the_other_lines_indentation_and_works_in_any_language() -> None:
+    source = "function f() {\n  call(a, 1);\n}\n    call(a, 1);\n"
+    at = source.index("1)")
+    after = repeated(source, at, "1", "1, true", python=False)
+    assert after == "function f() {\n  call(a, 1, true);\n}\n    call(a, 1, true);\n"
+
+
+def test_one_repeat_at_a_time_the_nearest_after_the_edit() -> None:
+    source = "x = f(1)\n" * 4
+    history = EditHistory()
+    text = typed(history, source, Splice(source.index("1", 9), source.index("1", 9) + 1, "2"))
+    prediction = predict(text, history.edits, python=False)
+    assert prediction is not None and prediction.label == "the same edit at line 3"
+
+
+@pytest.mark.parametrize(
+    ("source", "needle", "old", "new"),
+    [
+        ("    )\n    )\n", ")", ")", "),"),  # a line too short to mean the same edit
+        ("value = 1\nother = 1\n", "1", "1", "2"),  # no other line reads the same
+        # Lines added: new code, not a change to a line like others.
+        ("x = f(1)\nx = f(1)\n", "x", "x", "y = 0\nx"),
+    ],
+)
+def test_no_repeat_is_offered(source: str, needle: str, old: str, new: str) -> None:
+    assert repeated(source, source.index(needle), old, new, python=False) is None

@@ -36,6 +36,17 @@
 //                lspInfer/stats counts the hidden answer, the notification sent, and the request
 //                asked again answered from the cache (as Automatic: an Invoked one would run
 //                the model for its choices).
+//   next-edit    next-edit suggestions (lspInfer/nextEdit): in area.py (`def area(wdth, height)` and
+//                `def double(wdth)`, each using its `wdth` on the next line), the first `wdth` is
+//                double-clicked and `width` typed over it; after the pause the rename in the body
+//                is drawn (`wdth` struck through, `width` as ghost text after it) on line 2 only;
+//                Tab (twice when the first goes there) applies it: line 2 becomes
+//                `    return width * height`, the saved file has `double` unchanged. Then the same
+//                in `double` (wdth → count), dismissed with Escape: line 6 unchanged. Then far.py,
+//                whose use is 80 lines below: a hint at the cursor's line (`line 82, Tab to go`),
+//                Tab scrolls there, Tab applies, one Ctrl+Z takes it back (only it). lspInfer/stats
+//                counts the shown, the two accepted and the rejected renames; the stats view shows
+//                them.
 //   bad-command  lspInfer.server.command points at a file that does not exist: the status bar
 //                item turns to its error state and says why, an error notification says the
 //                server was not found, and the output channel has the same error.
@@ -74,6 +85,8 @@ const T_GHOST_TEXT = 120 * SECONDS;
 /** After a cold start: the whole window evaluated in the background, then asked again. */
 const T_COLD_GHOST = 60 * SECONDS;
 const T_UI = 30 * SECONDS;
+/** From the pause after an edit to the next edit drawn (no model work: a parse of the file). */
+const T_NEXT_EDIT = 60 * SECONDS;
 
 const FILE_TEXT = '"""Small arithmetic helpers."""\n\n\ndef add(a, b):\n';
 const TYPED = '    return ';
@@ -437,6 +450,7 @@ class VSCode {
                   bars: document.querySelectorAll('svg.bars').length,
                   figures: [...document.querySelectorAll('table.figures tr')].map((row) => row.textContent),
                   definitions: [...document.querySelectorAll('table.definitions tr')].map((row) => row.textContent),
+                  nextEdit: [...document.querySelectorAll('table.next-edit tr, table.next-edit-kinds tr')].map((row) => row.textContent),
                 }
               : undefined;
           })
@@ -482,6 +496,68 @@ class VSCode {
       clone.querySelectorAll('.ghost-text-decoration, .ghost-text-decoration-preview, .ghost-text').forEach((el) => el.remove());
       return clone.textContent.replace(/\u00a0/g, ' ');
     });
+  }
+
+  /**
+   * The active editor's lines on screen, top to bottom, as Monaco draws them (a decoration's
+   * `after` text is CSS content, not in the text), each with what a next edit draws on it: the
+   * struck-through text (computed text-decoration line-through) with its color, and the ghost
+   * texts (the `::after` content of the line's spans). For a file that fits the screen,
+   * scrolled to the top, the index is the line number.
+   */
+  async editorLines() {
+    return this.page.evaluate(() => {
+      const editor = document.querySelector('.editor-group-container.active .monaco-editor');
+      if (!editor) {
+        return undefined;
+      }
+      return [...editor.querySelectorAll('.view-lines .view-line')]
+        .map((line) => ({ line, top: parseFloat(line.style.top || '0') }))
+        .sort((a, b) => a.top - b.top)
+        .map(({ line }) => {
+          const struck = [];
+          const ghost = [];
+          for (const span of line.querySelectorAll('span')) {
+            const style = getComputedStyle(span);
+            if (span.children.length === 0 && style.textDecorationLine.includes('line-through') && span.textContent !== '') {
+              struck.push({ text: span.textContent.replace(/\u00a0/g, ' '), color: style.color });
+            }
+            const after = getComputedStyle(span, '::after').content;
+            if (after && after !== 'none' && after !== 'normal' && after !== '""') {
+              ghost.push({ text: after.replace(/^["']|["']$/g, ''), color: getComputedStyle(span, '::after').color });
+            }
+          }
+          return { text: line.textContent.replace(/\u00a0/g, ' '), struck, ghost };
+        });
+    });
+  }
+
+  /** The page position of the first `word` on the editor's `index`th line on screen (its middle). */
+  async wordAt(index, word) {
+    return this.page.evaluate(
+      (index, word) => {
+        const editor = document.querySelector('.editor-group-container.active .monaco-editor');
+        const lines = [...editor.querySelectorAll('.view-lines .view-line')].sort((a, b) => parseFloat(a.style.top || '0') - parseFloat(b.style.top || '0'));
+        const line = lines[index];
+        if (!line) {
+          return undefined;
+        }
+        const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          const at = node.textContent.indexOf(word);
+          if (at >= 0) {
+            const range = document.createRange();
+            range.setStart(node, at);
+            range.setEnd(node, at + word.length);
+            const box = range.getBoundingClientRect();
+            return { x: box.left + box.width / 2, y: box.top + box.height / 2 };
+          }
+        }
+        return undefined;
+      },
+      index,
+      word,
+    );
   }
 
   /** The visible lines of the output panel's editor, and the channel it shows. */
@@ -987,6 +1063,186 @@ async function coldStartScenario(puppeteer) {
   }
 }
 
+const AREA_PY = 'def area(wdth, height):\n    return wdth * height\n\n\ndef double(wdth):\n    return wdth * 2\n';
+/** The same function with 80 comment lines between the def line and the use (line 82). */
+const FAR_PY = ['def area(wdth, height):', ...Array.from({ length: 80 }, (_, i) => `    # step ${i + 1}`), '    return wdth * height', ''].join('\n');
+
+async function nextEditScenario(puppeteer) {
+  const vscode = new VSCode(
+    'next-edit',
+    baseSettings({
+      'lspInfer.server.command': [SERVER, 'serve'],
+      // No inline suggestions: Tab here is the next edit's, not a completion's that the model
+      // may offer at the cursor after the rename (the keybinding's `when` leaves Tab to it).
+      'editor.inlineSuggest.enabled': false,
+    }),
+  );
+  current = vscode;
+  /** Lines with a next edit drawn on them: [index, text, struck, ghost]. */
+  const decorated = (lines) => (lines ?? []).map((l, i) => ({ i, ...l })).filter((l) => l.struck.length > 0 || l.ghost.length > 0);
+  /** Double-click `word` on line `index` (0-based) and type `typed` over it, as a user does. */
+  async function renameAt(index, word, typed) {
+    const at = await waitFor(`\`${word}\` on line ${index + 1}`, T_UI, () => vscode.wordAt(index, word));
+    await vscode.page.mouse.click(at.x, at.y, { count: 2 });
+    await waitFor(`\`${word}\` selected by the double-click`, T_UI, () =>
+      vscode.page.evaluate(() => document.querySelector('.editor-group-container.active .monaco-editor .view-overlays .selected-text') !== null),
+    );
+    await vscode.page.keyboard.type(typed, { delay: 80 });
+  }
+  /** Waits for the next edit drawn on line `index`: `removed` struck through, `inserted` as ghost text. */
+  async function shownOn(index, removed, inserted) {
+    return waitFor(`the next edit on line ${index + 1} (${removed} struck through, ${inserted} as ghost text)`, T_NEXT_EDIT, async () => {
+      const lines = await vscode.editorLines();
+      const line = lines?.[index];
+      return line && line.struck.some((s) => s.text === removed) && line.ghost.some((g) => g.text === inserted) ? lines : undefined;
+    }, 200).catch(async (error) => {
+      throw new CheckFailed(`${error.message}; lines: ${JSON.stringify(await vscode.editorLines())}`);
+    });
+  }
+  const lineTexts = async () => ((await vscode.editorLines()) ?? []).map((l) => l.text);
+  try {
+    await vscode.start(puppeteer);
+    const file = path.join(vscode.workspace, 'area.py');
+    fs.writeFileSync(file, AREA_PY);
+    fs.writeFileSync(path.join(vscode.workspace, 'far.py'), FAR_PY);
+    await modelReady(vscode);
+    log('next-edit: the model is ready');
+    await vscode.openFile('area.py');
+
+    // The user renames the parameter on the def line: double-click `wdth`, type `width`.
+    await renameAt(0, 'wdth', 'width');
+    const renamed = await waitFor('line 1 to read `def area(width, height):`', T_UI, async () => ((await lineTexts())[0] === 'def area(width, height):' ? true : undefined)).catch(async (error) => {
+      throw new CheckFailed(`${error.message}; lines: ${JSON.stringify(await lineTexts())}`);
+    });
+    log(`next-edit: renamed on line 1 (${renamed}); pausing`);
+    const shown = await shownOn(1, 'wdth', 'width');
+    log(`next-edit: drawn: ${JSON.stringify(decorated(shown))}`);
+    await sleep(300); // let the decorations paint
+    await vscode.screenshot('next-edit-shown');
+    check(
+      decorated(shown).every((l) => l.i === 1),
+      `the next edit is drawn on other lines than line 2 (double's own wdth must not be touched): ${JSON.stringify(decorated(shown))}`,
+    );
+    const struck = shown[1].struck.find((s) => s.text === 'wdth');
+    check(/^rgb\((\d+), (\d+), (\d+)/.test(struck.color) && Number(/^rgb\((\d+)/.exec(struck.color)[1]) > 150, `the removed text is not drawn in red: ${struck.color}`);
+
+    // Tab: goes to line 2 (the cursor is on line 1), then applies.
+    await vscode.page.keyboard.press('Tab');
+    const afterFirst = await waitFor('the first Tab to go to line 2 or apply the rename', T_UI, async () => {
+      const texts = await lineTexts();
+      const cursor = await vscode.cursorLine();
+      if (texts[0] !== 'def area(width, height):') {
+        throw new CheckFailed(`Tab changed line 1 (not the next edit's key?): ${JSON.stringify(texts)}`);
+      }
+      if (texts[1] === '    return width * height') {
+        return 'applied';
+      }
+      return cursor === '    return wdth * height' ? 'jumped' : undefined;
+    });
+    log(`next-edit: the first Tab ${afterFirst}`);
+    if (afterFirst === 'jumped') {
+      await vscode.screenshot('next-edit-jumped');
+      check(decorated(await vscode.editorLines()).length > 0, 'the next edit went away when Tab went to it');
+      await vscode.page.keyboard.press('Tab');
+    }
+    await waitFor('line 2 to read `    return width * height`, and the drawing gone', T_UI, async () => {
+      const lines = await vscode.editorLines();
+      return lines?.[1]?.text === '    return width * height' && decorated(lines).length === 0 ? lines : undefined;
+    }).catch(async (error) => {
+      throw new CheckFailed(`${error.message}; lines: ${JSON.stringify(await vscode.editorLines())}`);
+    });
+    await vscode.screenshot('next-edit-applied');
+    await vscode.page.keyboard.down('Control');
+    await vscode.page.keyboard.press('KeyS');
+    await vscode.page.keyboard.up('Control');
+    // Only area's body: double has a `wdth` of its own (another scope), left as it was.
+    const expected = 'def area(width, height):\n    return width * height\n\n\ndef double(wdth):\n    return wdth * 2\n';
+    const saved = await waitFor(`${file} saved with the rename applied`, T_UI, () => {
+      const text = fs.readFileSync(file, 'utf8');
+      return text !== AREA_PY ? text : undefined;
+    });
+    fs.writeFileSync(path.join(RESULTS, 'next-edit-area.py'), saved);
+    check(saved === expected, `the saved file is not the rename carried to line 2 alone: ${JSON.stringify(saved)}`);
+
+    // A second rename, in double, dismissed with Escape.
+    await renameAt(4, 'wdth', 'count');
+    await waitFor('line 5 to read `def double(count):`', T_UI, async () => ((await lineTexts())[4] === 'def double(count):' ? true : undefined));
+    const second = await shownOn(5, 'wdth', 'count');
+    log(`next-edit: drawn: ${JSON.stringify(decorated(second))}`);
+    await sleep(300);
+    await vscode.screenshot('next-edit-second');
+    await vscode.page.keyboard.press('Escape');
+    const dismissed = await waitFor('Escape to take the next edit away', T_UI, async () => {
+      const lines = await vscode.editorLines();
+      return lines && decorated(lines).length === 0 ? lines : undefined;
+    });
+    await vscode.screenshot('next-edit-dismissed');
+    check(dismissed[5].text === '    return wdth * 2', `Escape changed line 6: ${JSON.stringify(dismissed.map((l) => l.text))}`);
+    check(dismissed[4].text === 'def double(count):' && dismissed[1].text === '    return width * height', `the lines changed: ${JSON.stringify(dismissed.map((l) => l.text))}`);
+
+    // Off screen: in far.py the use is 80 lines below the def line. A hint at the end of the
+    // cursor's line says where; Tab scrolls there, Tab again applies.
+    await vscode.openFile('far.py');
+    await renameAt(0, 'wdth', 'width');
+    const hinted = await waitFor('the hint at the cursor\'s line (the next edit is off screen)', T_NEXT_EDIT, async () => {
+      const lines = await vscode.editorLines();
+      return lines?.[0]?.ghost.some((g) => /line 82, Tab to go/.test(g.text)) ? lines : undefined;
+    }, 200).catch(async (error) => {
+      throw new CheckFailed(`${error.message}; lines: ${JSON.stringify(decorated(await vscode.editorLines()))}`);
+    });
+    log(`next-edit: hint: ${JSON.stringify(hinted[0].ghost)}`);
+    await sleep(300);
+    await vscode.screenshot('next-edit-hint');
+    await vscode.page.keyboard.press('Tab');
+    await waitFor('Tab to scroll to line 82, with the next edit drawn there and the hint gone', T_UI, async () => {
+      const lines = await vscode.editorLines();
+      const line = lines?.find((l) => l.text === '    return wdth * height');
+      const hint = lines?.some((l) => l.ghost.some((g) => /Tab to go/.test(g.text)));
+      return (await vscode.cursorLine()) === '    return wdth * height' && line?.struck.some((s) => s.text === 'wdth') && !hint ? lines : undefined;
+    }).catch(async (error) => {
+      throw new CheckFailed(`${error.message}; cursor line ${JSON.stringify(await vscode.cursorLine())}; lines: ${JSON.stringify(decorated(await vscode.editorLines()))}`);
+    });
+    await vscode.screenshot('next-edit-far-jumped');
+    await vscode.page.keyboard.press('Tab');
+    await waitFor('line 82 to read `    return width * height`', T_UI, async () => ((await vscode.cursorLine()) === '    return width * height' ? true : undefined)).catch(async (error) => {
+      throw new CheckFailed(`${error.message}; cursor line ${JSON.stringify(await vscode.cursorLine())}`);
+    });
+    // One undo step: Ctrl+Z takes the applied edit back, and only it (line 1 keeps `width`).
+    await vscode.page.keyboard.down('Control');
+    await vscode.page.keyboard.press('KeyZ');
+    await vscode.page.keyboard.up('Control');
+    await waitFor('Ctrl+Z to take the applied edit back (line 82 `    return wdth * height` again)', T_UI, async () =>
+      (await vscode.cursorLine()) === '    return wdth * height' ? true : undefined,
+    ).catch(async (error) => {
+      throw new CheckFailed(`${error.message}; cursor line ${JSON.stringify(await vscode.cursorLine())}`);
+    });
+    await vscode.page.keyboard.down('Control');
+    await vscode.page.keyboard.press('Home');
+    await vscode.page.keyboard.up('Control');
+    const top = await waitFor('line 1 on screen', T_UI, async () => ((await lineTexts())[0]?.startsWith('def area') ? lineTexts() : undefined));
+    check(top[0] === 'def area(width, height):', `one Ctrl+Z took back more than the applied edit: line 1 is ${JSON.stringify(top[0])}`);
+
+    // The server counted it all; the stats view shows it.
+    const { view, stats } = await vscode.serverStats('stats-next-edit');
+    const counted = Object.fromEntries(Object.entries(stats).filter(([key]) => key.startsWith('nextEdit.')));
+    log(`next-edit: lspInfer/stats nextEdit ${JSON.stringify(counted)}; view ${JSON.stringify(view.nextEdit)}`);
+    check(stats['nextEdit.requests'] >= 2, `the server counts fewer than two lspInfer/nextEdit requests: ${JSON.stringify(counted)}`);
+    check(stats['nextEdit.shown'] >= 2, `the server counts fewer than two shown next edits: ${JSON.stringify(counted)}`);
+    check(stats['nextEdit.accepted'] === 2, `the server does not count exactly two accepted next edits: ${JSON.stringify(counted)}`);
+    check(stats['nextEdit.rejected'] >= 1, `the server counts no rejected next edit (Escape): ${JSON.stringify(counted)}`);
+    check(stats['nextEdit.byKind.rename.accepted'] === 2, `the accepted next edits are not counted as renames: ${JSON.stringify(counted)}`);
+    check(view.nextEdit.some((row) => /^Accepted\s*2$/.test(row.trim())), `the stats view has no next-edit table with two accepted: ${JSON.stringify(view.nextEdit)}`);
+    const channel = await vscode.channelLog();
+    checkNoErrors(channel);
+    log('next-edit: PASS');
+  } catch (error) {
+    await vscode.failed();
+    throw error;
+  } finally {
+    await vscode.stop();
+  }
+}
+
 async function badCommandScenario(puppeteer) {
   const missing = path.join(os.tmpdir(), 'lsp-infer-e2e-no-such-dir', 'lsp-infer');
   const vscode = new VSCode('bad-command', baseSettings({ 'lspInfer.server.command': [missing, 'serve'] }));
@@ -1079,6 +1335,7 @@ async function main() {
     ['completion', completionScenario],
     ['definitions', definitionsScenario],
     ['cold-start', coldStartScenario],
+    ['next-edit', nextEditScenario],
     ['bad-command', badCommandScenario],
   ].filter(([name]) => only.length === 0 || only.includes(name));
   const failures = [];

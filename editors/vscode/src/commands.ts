@@ -18,6 +18,10 @@ export const COMMANDS = {
   showMenu: 'lsp-infer.showMenu',
   acceptNextWord: 'lsp-infer.acceptNextWord',
   acceptNextLine: 'lsp-infer.acceptNextLine',
+  /** Tab while a next edit is shown: go to it, then apply it. */
+  nextEditAccept: 'lsp-infer.nextEdit.accept',
+  /** Escape while a next edit is shown: dismiss it. */
+  nextEditDismiss: 'lsp-infer.nextEdit.dismiss',
 } as const;
 
 export type CommandId = (typeof COMMANDS)[keyof typeof COMMANDS];

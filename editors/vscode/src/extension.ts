@@ -3,7 +3,8 @@
  * vscode-languageclient and wires settings, status bar, output and commands to it.
  *
  * The decisions live in pure modules (settings, serverCommand, status, stats, commands,
- * restartPolicy, serverLog, logging); this file only connects them to VS Code.
+ * restartPolicy, serverLog, logging, lifecycle, definitions, suggestionReady, nextEdit); this
+ * file only connects them to VS Code.
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -49,8 +50,22 @@ import {
   type TextLines,
   textLines,
 } from './definitions';
-import { ACCEPT_SUGGESTION, type LifecycleMessage, type Offered, SuggestionTracker, suggestionId } from './lifecycle';
+import { ACCEPT_SUGGESTION, type Offered, SuggestionTracker, suggestionId } from './lifecycle';
 import { redactingChannel } from './logging';
+import {
+  accepted,
+  drawing,
+  fits,
+  NEXT_EDIT_CONTEXT_KEY,
+  NEXT_EDIT_METHOD,
+  NEXT_EDIT_PAUSE_MS,
+  type NextEdit,
+  nextEditParams,
+  NextEditTracker,
+  parseNextEdit,
+  rejected,
+  tabAction,
+} from './nextEdit';
 import { RestartPolicy } from './restartPolicy';
 import { formatCommand, nodeHost, resolveServerCommand } from './serverCommand';
 import { failureHint, type LogLevel, parseServerLogLine } from './serverLog';
@@ -163,6 +178,34 @@ function offered(document: vscode.TextDocument, position: vscode.Position, resul
   return out;
 }
 
+/** A notification to the server about a suggestion (the lifecycle's, a next edit's). */
+interface ServerMessage {
+  readonly method: string;
+  readonly params: object;
+}
+
+/**
+ * How a next edit is drawn: the removed text struck through in a red of its own (themable:
+ * `lspInfer.nextEdit.removedForeground`, contributed in package.json), the inserted text as
+ * ghost text after it, and the hint for an edit off screen at the end of the cursor's line.
+ * The `after` text itself is given per decoration (the instance's options add to the type's).
+ */
+function nextEditStyles(): { removed: vscode.TextEditorDecorationType; inserted: vscode.TextEditorDecorationType; hint: vscode.TextEditorDecorationType } {
+  return {
+    removed: vscode.window.createTextEditorDecorationType({
+      textDecoration: 'line-through',
+      color: new vscode.ThemeColor('lspInfer.nextEdit.removedForeground'),
+      backgroundColor: new vscode.ThemeColor('diffEditor.removedTextBackground'),
+    }),
+    inserted: vscode.window.createTextEditorDecorationType({
+      after: { color: new vscode.ThemeColor('editorGhostText.foreground') },
+    }),
+    hint: vscode.window.createTextEditorDecorationType({
+      after: { color: new vscode.ThemeColor('editorGhostText.foreground'), fontStyle: 'italic', margin: '0 0 0 2em' },
+    }),
+  };
+}
+
 /** The active editor's document, version and selections, as the re-ask check sees them. */
 function editorView(editor: vscode.TextEditor): EditorView {
   return { uri: editor.document.uri.toString(), version: editor.document.version, selections: editor.selections };
@@ -201,6 +244,22 @@ export class Extension implements vscode.Disposable {
   private announcedDefinitions = false;
   /** The inline suggestions asked again after lspInfer/suggestionReady, whose request goes as Automatic. */
   private readonly reAsk = new PendingReAsk((run, ms) => this.schedule(run, ms));
+  /** The next-edit suggestion on screen, and what its changes tell the server. */
+  private readonly nextEdits = new NextEditTracker();
+  private readonly nextEditStyles = nextEditStyles();
+  /** The editor the next edit is drawn in (the active one when it was drawn). */
+  private nextEditEditor: vscode.TextEditor | undefined;
+  /**
+   * The line Tab just revealed: on screen, though the editor's visibleRanges say so only once
+   * the scroll is reported (after the cursor move); until then the hint would flash there.
+   */
+  private nextEditRevealedLine: number | undefined;
+  /** The value last given to the `lspInfer.nextEditVisible` context key. */
+  private nextEditVisible = false;
+  /** The pause after the last edit, then lspInfer/nextEdit (one timer, restarted by every edit). */
+  private cancelNextEditPause: (() => void) | undefined;
+  /** The lspInfer/nextEdit request in flight: the next edit cancels it. */
+  private nextEditRequest: vscode.CancellationTokenSource | undefined;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -212,7 +271,7 @@ export class Extension implements vscode.Disposable {
     this.statusItem.name = 'lsp-infer';
     this.statusItem.command = COMMANDS.showMenu;
     this.state = initialState(this.completionsEnabled());
-    this.disposables.push(this.rawOutput, this.statusItem);
+    this.disposables.push(this.rawOutput, this.statusItem, ...Object.values(this.nextEditStyles));
     this.renderStatus();
     this.statusItem.show();
   }
@@ -230,14 +289,29 @@ export class Extension implements vscode.Disposable {
     register(COMMANDS.showMenu, () => this.showMenu());
     register(COMMANDS.acceptNextWord, () => this.acceptNext('word'));
     register(COMMANDS.acceptNextLine, () => this.acceptNext('line'));
+    register(COMMANDS.nextEditAccept, () => this.acceptNextEdit());
+    register(COMMANDS.nextEditDismiss, () => this.dismissNextEdit());
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
       vscode.window.onDidChangeActiveTextEditor((editor) => {
         this.report(this.tracker.focused(editor?.document.uri.toString()));
+        this.nextEditEditorChanged(editor);
         this.onActiveEditorChanged(editor);
       }),
-      vscode.window.onDidChangeTextEditorSelection((event) => this.onSelectionChanged(event)),
-      vscode.workspace.onDidCloseTextDocument((document) => this.report(this.tracker.left(document.uri.toString()))),
+      vscode.window.onDidChangeTextEditorSelection((event) => {
+        this.redrawNextEdit(event.textEditor); // the hint follows the cursor's line
+        this.onSelectionChanged(event);
+      }),
+      vscode.window.onDidChangeTextEditorVisibleRanges((event) => {
+        this.nextEditRevealedLine = undefined; // the scroll is reported: visibleRanges tell
+        this.redrawNextEdit(event.textEditor);
+      }),
+      vscode.workspace.onDidChangeTextDocument((event) => this.onDocumentChanged(event)),
+      vscode.workspace.onDidCloseTextDocument((document) => {
+        this.report(this.tracker.left(document.uri.toString()));
+        this.report(this.nextEdits.left(document.uri.toString()));
+        this.syncNextEditDrawing();
+      }),
       this.context.secrets.onDidChange(async (event) => {
         if (event.key === API_KEY_SECRET) {
           await this.loadApiKey();
@@ -263,6 +337,10 @@ export class Extension implements vscode.Disposable {
 
   private definitionsEnabled(): boolean {
     return vscode.workspace.getConfiguration(SECTION).get<boolean>('context.definitions', true) !== false;
+  }
+
+  private nextEditEnabled(scope?: vscode.Uri): boolean {
+    return vscode.workspace.getConfiguration(SECTION, scope).get<boolean>('nextEdit.enabled', true) !== false;
   }
 
   private async loadApiKey(): Promise<void> {
@@ -294,6 +372,11 @@ export class Extension implements vscode.Disposable {
     }
     if (impact.enabled) {
       this.dispatch({ type: 'enabled', enabled: this.completionsEnabled() });
+    }
+    if (event.affectsConfiguration(`${SECTION}.nextEdit.enabled`) && !this.nextEditEnabled()) {
+      this.stopAskingNextEdit();
+      this.report(this.nextEdits.reject()); // turned off: what is on screen goes
+      this.syncNextEditDrawing();
     }
     if (impact.restart) {
       this.output.info('lspInfer.server.* changed: restarting the server');
@@ -354,6 +437,10 @@ export class Extension implements vscode.Disposable {
     this.tracker.reset();
     this.lastWarm = undefined; // a new server has nothing warm yet
     this.reAsk.clear();
+    // The old server's next edit: its id means nothing to the new one (nothing is reported).
+    this.stopAskingNextEdit();
+    this.nextEdits.reset();
+    this.syncNextEditDrawing();
     this.dispatch({ type: 'serverStarting' });
     const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
     const workspaceFolder = folder?.scheme === 'file' ? folder.fsPath : undefined;
@@ -900,10 +987,257 @@ export class Extension implements vscode.Disposable {
     return reAsked && invoked ? { ...context, triggerKind: vscode.InlineCompletionTriggerKind.Automatic } : context;
   }
 
+  // -- next-edit suggestions (lspInfer/nextEdit) ---------------------------------------------
+
+  /**
+   * A document changed. A next edit drawn for it is stale (rejected: it was computed for the
+   * version before). An edit of the active editor's document starts the pause after which the
+   * server is asked (and cancels the request in flight: its answer would be for an old version).
+   * Changes without content (the dirty flag, a save) are not edits.
+   */
+  private onDocumentChanged(event: vscode.TextDocumentChangeEvent): void {
+    if (event.contentChanges.length === 0) {
+      return;
+    }
+    const document = event.document;
+    this.report(this.nextEdits.edited({ uri: document.uri.toString(), version: document.version }));
+    this.syncNextEditDrawing();
+    const editor = vscode.window.activeTextEditor;
+    if (editor === undefined || editor.document !== document) {
+      return; // another document (a background format, another editor's): not where the user is
+    }
+    this.stopAskingNextEdit();
+    if (!this.canAskNextEdit(document)) {
+      return;
+    }
+    const version = document.version;
+    this.cancelNextEditPause = this.schedule(() => {
+      this.cancelNextEditPause = undefined;
+      void this.askNextEdit(editor, version);
+    }, NEXT_EDIT_PAUSE_MS);
+  }
+
+  /** A running server, a document it syncs, and lspInfer.nextEdit.enabled on. */
+  private canAskNextEdit(document: vscode.TextDocument): boolean {
+    const client = this.client;
+    return (
+      client !== undefined &&
+      client.isRunning() &&
+      !this.disposed &&
+      vscode.languages.match(DOCUMENT_SELECTOR, document) > 0 &&
+      this.nextEditEnabled(document.uri)
+    );
+  }
+
+  /** Drop the pending pause and cancel the request in flight. */
+  private stopAskingNextEdit(): void {
+    this.cancelNextEditPause?.();
+    this.cancelNextEditPause = undefined;
+    this.nextEditRequest?.cancel();
+    this.nextEditRequest = undefined;
+  }
+
+  /**
+   * The pause is over: ask the server at the cursor, for the version the pause began at. The
+   * answer is drawn only if that editor is still the active one with its document at that
+   * version (an edit since cancels the request, and would make the answer's ranges wrong).
+   */
+  private async askNextEdit(editor: vscode.TextEditor, version: number): Promise<void> {
+    const client = this.client;
+    const generation = this.generation;
+    const document = editor.document;
+    if (client === undefined || editor !== vscode.window.activeTextEditor || document.version !== version || !this.canAskNextEdit(document)) {
+      return;
+    }
+    const uri = document.uri.toString();
+    const source = new vscode.CancellationTokenSource();
+    this.nextEditRequest = source;
+    const params = nextEditParams(uri, version, client.code2ProtocolConverter.asPosition(editor.selection.active));
+    let result: unknown;
+    try {
+      result = await client.sendRequest(NEXT_EDIT_METHOD, params, source.token);
+    } catch (error) {
+      // Cancelled by the next edit (RequestCancelled), or an older server without the method:
+      // nothing to show, and nothing the user must hear about on every pause.
+      if (!source.token.isCancellationRequested) {
+        this.output.debug(`${NEXT_EDIT_METHOD}: ${errorMessage(error)}`);
+      }
+      return;
+    } finally {
+      if (this.nextEditRequest === source) {
+        this.nextEditRequest = undefined;
+      }
+      source.dispose();
+    }
+    if (source.token.isCancellationRequested || generation !== this.generation || this.disposed) {
+      return;
+    }
+    const suggestion = parseNextEdit(result, uri);
+    if (suggestion === undefined) {
+      return;
+    }
+    const active = vscode.window.activeTextEditor;
+    const now = active === editor ? { uri: active.document.uri.toString(), version: active.document.version } : undefined;
+    if (!fits(suggestion, { uri, version }, now)) {
+      this.output.debug(`${NEXT_EDIT_METHOD}: ${suggestion.id} answered for version ${suggestion.version}; the document moved on`);
+      return;
+    }
+    this.showNextEdit(editor, suggestion);
+  }
+
+  /** Draw it, then tell the server it is shown (and the one it replaces, if any, rejected). */
+  private showNextEdit(editor: vscode.TextEditor, suggestion: NextEdit): void {
+    if (this.nextEditEditor !== undefined && this.nextEditEditor !== editor) {
+      this.clearNextEditDecorations(this.nextEditEditor);
+    }
+    this.nextEditEditor = editor;
+    this.drawNextEdit(editor, suggestion);
+    this.report(this.nextEdits.show(suggestion));
+    this.output.debug(`${NEXT_EDIT_METHOD}: showing ${suggestion.id} (${suggestion.kind ?? 'unknown kind'}): ${suggestion.label ?? ''}`);
+  }
+
+  private drawNextEdit(editor: vscode.TextEditor, suggestion: NextEdit): void {
+    const cursor = editor.selection.active;
+    const visibleLines = editor.visibleRanges.map((range) => ({ start: range.start.line, end: range.end.line }));
+    const revealed = this.nextEditRevealedLine;
+    const drawn = drawing(suggestion, {
+      cursor,
+      visibleLines: revealed === undefined ? visibleLines : [...visibleLines, { start: revealed, end: revealed }],
+    });
+    const position = (at: { line: number; character: number }) => new vscode.Position(at.line, at.character);
+    const ghostColor = new vscode.ThemeColor('editorGhostText.foreground');
+    editor.setDecorations(
+      this.nextEditStyles.removed,
+      drawn.removed.map((range) => new vscode.Range(position(range.start), position(range.end))),
+    );
+    editor.setDecorations(
+      this.nextEditStyles.inserted,
+      drawn.inserted.map((ghost) => ({
+        range: new vscode.Range(position(ghost.at), position(ghost.at)),
+        renderOptions: { after: { contentText: ghost.text, color: ghostColor } },
+      })),
+    );
+    const hint = drawn.hint;
+    editor.setDecorations(
+      this.nextEditStyles.hint,
+      hint === undefined
+        ? []
+        : [
+            {
+              // The end of the cursor's line.
+              range: new vscode.Range(hint.line, editor.document.lineAt(hint.line).text.length, hint.line, editor.document.lineAt(hint.line).text.length),
+              renderOptions: { after: { contentText: hint.text } },
+            },
+          ],
+    );
+    this.setNextEditVisible(true);
+  }
+
+  /** The cursor moved or the editor scrolled: the hint may come, go or move. */
+  private redrawNextEdit(editor: vscode.TextEditor): void {
+    const suggestion = this.nextEdits.current;
+    if (suggestion !== undefined && editor === this.nextEditEditor) {
+      this.drawNextEdit(editor, suggestion);
+    }
+  }
+
+  private clearNextEditDecorations(editor: vscode.TextEditor): void {
+    for (const style of Object.values(this.nextEditStyles)) {
+      editor.setDecorations(style, []);
+    }
+  }
+
+  /** After the tracker dropped the suggestion (rejected, taken, reset): take it off the screen. */
+  private syncNextEditDrawing(): void {
+    if (this.nextEdits.current !== undefined) {
+      return;
+    }
+    if (this.nextEditEditor !== undefined) {
+      this.clearNextEditDecorations(this.nextEditEditor);
+      this.nextEditEditor = undefined;
+    }
+    this.nextEditRevealedLine = undefined;
+    this.setNextEditVisible(false);
+  }
+
+  /** The `lspInfer.nextEditVisible` context key, which enables the Tab and Escape keybindings. */
+  private setNextEditVisible(visible: boolean): void {
+    if (visible === this.nextEditVisible) {
+      return;
+    }
+    this.nextEditVisible = visible;
+    vscode.commands.executeCommand('setContext', NEXT_EDIT_CONTEXT_KEY, visible).then(undefined, (error: unknown) => {
+      this.output.debug(`setContext ${NEXT_EDIT_CONTEXT_KEY}: ${errorMessage(error)}`);
+    });
+  }
+
+  /** Another editor came to the front: the next edit drawn in the one before is rejected. */
+  private nextEditEditorChanged(editor: vscode.TextEditor | undefined): void {
+    this.stopAskingNextEdit();
+    if (this.nextEditEditor !== undefined && editor !== this.nextEditEditor) {
+      this.report(this.nextEdits.reject());
+      this.syncNextEditDrawing();
+    }
+  }
+
+  /**
+   * Tab while a next edit is shown (the keybinding's `when`): go to it when the cursor is not
+   * on its first edit's lines, else apply the whole group as one edit (one undo step), if the
+   * document is still at the suggestion's version. With nothing to do (the context key was a
+   * moment late), Tab is VS Code's own.
+   */
+  async acceptNextEdit(): Promise<void> {
+    const suggestion = this.nextEdits.current;
+    const editor = this.nextEditEditor;
+    if (suggestion === undefined || editor === undefined || editor !== vscode.window.activeTextEditor) {
+      await vscode.commands.executeCommand('tab');
+      return;
+    }
+    const document = editor.document;
+    if (document.version !== suggestion.version) {
+      this.report(this.nextEdits.reject()); // stale: never applied to another version
+      this.syncNextEditDrawing();
+      return;
+    }
+    const first = suggestion.edits[0].range;
+    if (tabAction(suggestion, editor.selection.active) === 'jump') {
+      const start = new vscode.Position(first.start.line, first.start.character);
+      this.nextEditRevealedLine = first.start.line;
+      editor.selection = new vscode.Selection(start, start);
+      editor.revealRange(new vscode.Range(start, new vscode.Position(first.end.line, first.end.character)), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+      this.redrawNextEdit(editor);
+      return;
+    }
+    // Off the screen first: the edit's own document change must not reject it.
+    this.nextEdits.take();
+    this.syncNextEditDrawing();
+    const edit = new vscode.WorkspaceEdit();
+    for (const { range, text } of suggestion.edits) {
+      edit.replace(document.uri, new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character), text);
+    }
+    let applied = false;
+    try {
+      // VS Code refuses the edit if the document changed since the extension host saw it.
+      applied = await vscode.workspace.applyEdit(edit);
+    } catch (error) {
+      this.output.warn(`Could not apply the next edit ${suggestion.id}: ${errorMessage(error)}`);
+    }
+    if (!applied) {
+      this.output.debug(`${NEXT_EDIT_METHOD}: ${suggestion.id} was not applied (the document changed?)`);
+    }
+    this.report([applied ? accepted(suggestion.id) : rejected(suggestion.id)]);
+  }
+
+  /** Escape while a next edit is shown: it goes, rejected. */
+  dismissNextEdit(): void {
+    this.report(this.nextEdits.reject());
+    this.syncNextEditDrawing();
+  }
+
   // -- the suggestion lifecycle -------------------------------------------------------------
 
   /** Tell the server what became of its suggestions (notifications; nothing waits for them). */
-  private report(messages: readonly LifecycleMessage[]): void {
+  private report(messages: readonly ServerMessage[]): void {
     const client = this.client;
     if (messages.length === 0 || client === undefined || !client.isRunning()) {
       return;
@@ -1026,6 +1360,9 @@ export class Extension implements vscode.Disposable {
     this.cancelWarm?.();
     this.cancelWarm = undefined;
     this.reAsk.clear();
+    this.stopAskingNextEdit();
+    this.nextEdits.reset();
+    this.syncNextEditDrawing();
     this.statsPanel?.dispose();
     await this.queue.catch(() => undefined);
     await this.stopClient();

@@ -280,6 +280,13 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     description: 'How long the server waits for the editor\'s answer in a pause, in milliseconds; a late answer is kept for the next pick.',
   },
   {
+    key: 'nextEdit.enabled',
+    type: 'boolean',
+    default: true,
+    description:
+      'Suggest the next edit after you pause: the same rename at an identifier\'s other uses in its scope (Python), drawn where it goes (the old text struck through, the new as ghost text). Tab goes there, Tab again applies it, Esc dismisses it. Off: the server records no edits and suggests none.',
+  },
+  {
     key: 'team.url',
     type: 'string',
     default: '',

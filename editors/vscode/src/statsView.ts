@@ -1,6 +1,7 @@
 /**
  * The "Show Stats" view: `lspInfer/stats` drawn as a page of inline SVG (latency percentiles
- * per minute, acceptance rates as bars) with the key figures, and every counter below.
+ * per minute, acceptance rates as bars) with the key figures, the definitions asked of the
+ * editor and the next-edit suggestions (when the server reports them), and every counter below.
  * Pure: builds HTML strings; nothing is loaded from anywhere (the webview runs no script).
  */
 import { flattenStats, formatValue } from './stats';
@@ -228,10 +229,82 @@ function definitionsSection(stats: unknown): string {
   return `<h2>Definitions from the editor's language servers</h2>\n<p class="note">Where names near the cursor are defined, asked of VS Code in a pause (lspInfer/definitions), for the model's prompt.</p>\n${note}${table}\n`;
 }
 
+/** A count, or undefined for a missing or malformed one (an older server, a key it dropped). */
+function count(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+/** "3 / 4 (75 %)": accepted of shown, or "–" before any is shown. */
+function acceptance(acceptedCount: number | undefined, shown: number | undefined): string {
+  if (acceptedCount === undefined || shown === undefined || shown <= 0) {
+    return '–';
+  }
+  return `${Math.round((100 * acceptedCount) / shown)} % (${acceptedCount}/${shown})`;
+}
+
+/**
+ * `nextEdit` of a stats answer (lspInfer/nextEdit: next-edit suggestions) as [label, value]
+ * pairs, or undefined from a server that has no such object. A missing counter shows as "–".
+ */
+export function nextEditFigures(stats: unknown): [string, string][] | undefined {
+  const n = object(stats).nextEdit;
+  if (typeof n !== 'object' || n === null || Array.isArray(n)) {
+    return undefined;
+  }
+  const next = n as Json;
+  const ms = (value: unknown) => (number(value) === null ? '–' : formatMs(number(value)!));
+  const rows: [string, string][] = [
+    ['Requests', formatValue(next.requests)],
+    ['Predicted (offered)', formatValue(next.predicted)],
+    ['Shown', formatValue(next.shown)],
+    ['Accepted', formatValue(next.accepted)],
+    ['Rejected', formatValue(next.rejected)],
+    ['Acceptance rate', acceptance(count(next.accepted), count(next.shown))],
+  ];
+  if (next.p50Ms !== undefined || next.p95Ms !== undefined) {
+    rows.push(['Answer time p50 / p95', `${ms(next.p50Ms)} / ${ms(next.p95Ms)}`]);
+  }
+  return rows;
+}
+
+/** `nextEdit.byKind`: one row per kind of prediction (rename, …), in the server's order. */
+export function nextEditKinds(stats: unknown): { kind: string; predicted: string; shown: string; accepted: string; rejected: string; rate: string }[] {
+  const byKind = object(object(object(stats).nextEdit).byKind);
+  return Object.entries(byKind).map(([kind, raw]) => {
+    const counts = object(raw);
+    return {
+      kind,
+      predicted: formatValue(counts.predicted),
+      shown: formatValue(counts.shown),
+      accepted: formatValue(counts.accepted),
+      rejected: formatValue(counts.rejected),
+      rate: acceptance(count(counts.accepted), count(counts.shown)),
+    };
+  });
+}
+
+/** The next-edit section: its figures and a table by kind, or nothing from an older server. */
+function nextEditSection(stats: unknown): string {
+  const rows = nextEditFigures(stats);
+  if (rows === undefined) {
+    return '';
+  }
+  const cell = (text: string) => `<td class="value">${escapeHtml(text)}</td>`;
+  const table = `<table class="next-edit">${rows.map(([label, value]) => `<tr><td>${escapeHtml(label)}</td>${cell(value)}</tr>`).join('')}</table>`;
+  const kinds = nextEditKinds(stats);
+  const byKind =
+    kinds.length === 0
+      ? ''
+      : '<h3>By kind</h3><table class="next-edit-kinds"><tr><th>kind</th><th>predicted</th><th>shown</th><th>accepted</th><th>rejected</th><th>acceptance</th></tr>' +
+        kinds.map((k) => `<tr><td>${escapeHtml(k.kind)}</td>${[k.predicted, k.shown, k.accepted, k.rejected, k.rate].map(cell).join('')}</tr>`).join('') +
+        '</table>';
+  return `<h2>Next-edit suggestions</h2>\n<p class="note">Edits predicted from your last edits (lspInfer/nextEdit): shown where they go, applied with Tab, dismissed with Esc or by typing on.</p>\n${table}${byKind}\n`;
+}
+
 const STYLE = `
 body { font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 0 16px 16px; }
 h1 { font-size: 1.3em; } h2 { font-size: 1.1em; margin-top: 1.4em; } h3 { font-size: 0.95em; margin: 0.8em 0 0.2em; }
-table { border-collapse: collapse; } td { padding: 1px 12px 1px 0; } td.value { font-variant-numeric: tabular-nums; }
+table { border-collapse: collapse; } td, th { padding: 1px 12px 1px 0; } th { text-align: left; font-weight: normal; opacity: 0.75; } td.value { font-variant-numeric: tabular-nums; }
 .chart .p50 { stroke: var(--vscode-charts-blue, #3794ff); fill: var(--vscode-charts-blue, #3794ff); stroke-width: 2; }
 .chart .p95 { stroke: var(--vscode-charts-orange, #d18616); fill: var(--vscode-charts-orange, #d18616); stroke-width: 2; stroke-dasharray: 5 3; }
 .chart circle { stroke-dasharray: none; }
@@ -265,6 +338,6 @@ export function statsHtml(stats: unknown, options: { cspSource: string; when: Da
 ${latencyChart(latencyPoints(stats), options.timeLabel)}
 <h2>Acceptance rate</h2>
 ${sections}
-${definitionsSection(stats)}<details><summary>All counters</summary><table>${all}</table></details>
+${definitionsSection(stats)}${nextEditSection(stats)}<details><summary>All counters</summary><table>${all}</table></details>
 </body></html>`;
 }

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import * as lc from './fakes/languageclient';
+import { NEXT_EDIT_PAUSE_MS } from '../src/nextEdit';
 import { FakeDocument, FakeEditor, FakeVscode, InlineCompletionTriggerKind as Trigger, Position, TextEditorSelectionChangeKind as Kind, Uri } from './fakes/vscode';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -1073,5 +1074,277 @@ describe('a better suggestion ready after a cold start (lspInfer/suggestionReady
     assert.equal(timers.filter((t) => t.ms === 2000).length, 0);
     await ask(editor, Trigger.Invoke);
     assert.deepEqual(sent.at(-1), Trigger.Invoke);
+  });
+});
+
+describe('next-edit suggestions (lspInfer/nextEdit)', () => {
+  const METHOD = 'lspInfer/nextEdit';
+  const TEXT = 'def area(wdth, height):\n    return wdth * height\n\n\ndef double(wdth):\n    return wdth * 2\n';
+  const URI = 'file:///work/proj/area.py';
+  /** The server's answer for the rename on line 1 (wdth → width) at `version`. */
+  const renameAnswer = (version: number, id = 'ne-1') => ({
+    edits: [{ range: { start: { line: 1, character: 11 }, end: { line: 1, character: 15 } }, text: 'width' }],
+    id,
+    kind: 'rename',
+    version,
+    label: 'rename wdth → width (1 more)',
+  });
+  const EMPTY = (version: number) => ({ edits: [], id: null, kind: null, version, label: null });
+  const asked = (client: lc.LanguageClient) => client.requests.filter((r) => r.method === METHOD);
+  const told = (client: lc.LanguageClient) => client.notifications.filter((n) => /NextEdit$/.test(n.method));
+  const contextKey = () => fake.executed.filter((e) => e.command === 'setContext' && e.args[0] === 'lspInfer.nextEditVisible').map((e) => e.args[1]);
+  const style = (test: (options: Record<string, any>) => boolean) => {
+    const found = fake.decorationTypes.find((type) => test(type.options));
+    assert.ok(found, 'a decoration type');
+    return found;
+  };
+  const removedStyle = () => style((o) => o.textDecoration === 'line-through');
+  const insertedStyle = () => style((o) => o.after !== undefined && o.after.margin === undefined);
+  const hintStyle = () => style((o) => o.after?.margin !== undefined);
+  /** What `editor` shows of the next edit: struck-through ranges, ghost texts, the hint. */
+  const drawn = (editor: FakeEditor) => ({
+    removed: (editor.decorations.get(removedStyle()) ?? []).map((r: any) => [r.start.line, r.start.character, r.end.line, r.end.character]),
+    inserted: (editor.decorations.get(insertedStyle()) ?? []).map((d: any) => [d.range.start.line, d.range.start.character, d.renderOptions.after.contentText]),
+    hint: (editor.decorations.get(hintStyle()) ?? []).map((d: any) => [d.range.start.line, d.renderOptions.after.contentText]),
+  });
+  const NOTHING = { removed: [], inserted: [], hint: [] };
+  const pauses = () => timers.filter((t) => t.ms === 300);
+  /** The user pauses: the pause timer runs, and the request's answer arrives. */
+  async function pause(): Promise<void> {
+    const [timer] = pauses();
+    assert.ok(timer, 'a pause is pending');
+    timers = timers.filter((t) => t !== timer);
+    timer.run();
+    for (let i = 0; i < 4; i++) {
+      await flush();
+    }
+  }
+
+  let client: lc.LanguageClient;
+  let answers: unknown[];
+
+  /** Started, area.py in front, the cursor after `w` of the first `wdth`; the server answers from `answers`. */
+  async function start(text = TEXT, cursor = new Position(0, 10)): Promise<FakeEditor> {
+    serverExists();
+    answers = [];
+    lc.setAnswer((method) => (method === METHOD ? (answers.shift() ?? EMPTY(0)) : null));
+    client = await activate();
+    const editor = new FakeEditor(new FakeDocument(Uri.file('/work/proj/area.py'), text), cursor);
+    fake.switchTo(editor);
+    return editor;
+  }
+
+  /** Rename wdth → width on line 1 (type `i` after the `w`), pause, and get the rename drawn. */
+  async function renamed(): Promise<FakeEditor> {
+    const editor = await start();
+    fake.type(editor, 'i');
+    answers.push(renameAnswer(2));
+    await pause();
+    return editor;
+  }
+
+  test('after an edit and a 300 ms pause: asked at the cursor, for that version', async () => {
+    const editor = await start();
+    fake.type(editor, 'i');
+    assert.equal(asked(client).length, 0, 'not before the pause');
+    fake.type(editor, 'x'); // the next keystroke restarts the one pause
+    assert.equal(pauses().length, 1);
+    assert.equal(NEXT_EDIT_PAUSE_MS, 300);
+    await pause();
+    assert.deepEqual(asked(client), [{ method: METHOD, params: { textDocument: { uri: URI, version: 3 }, position: { line: 0, character: 12 } } }]);
+    assert.ok(client.requestTokens.at(-1), 'with a cancellation token');
+    assert.deepEqual(drawn(editor), NOTHING, 'an empty answer draws nothing');
+    assert.deepEqual(told(client), []);
+  });
+
+  test('the answer drawn: the old text struck through, the new as ghost text after it; the context key set; shown reported', async () => {
+    const editor = await renamed();
+    assert.deepEqual(drawn(editor), { removed: [[1, 11, 1, 15]], inserted: [[1, 15, 'width']], hint: [] });
+    assert.deepEqual(contextKey(), [true]);
+    assert.deepEqual(told(client), [{ method: 'lspInfer/didShowNextEdit', params: { id: 'ne-1' } }]);
+    // Themable colors: a red of its own (package.json's colors), the ghost text's.
+    assert.equal(removedStyle().options.color.id, 'lspInfer.nextEdit.removedForeground');
+    assert.equal(insertedStyle().options.after.color.id, 'editorGhostText.foreground');
+    const colors = PKG.contributes.colors.map((c: { id: string }) => c.id);
+    assert.ok(colors.includes('lspInfer.nextEdit.removedForeground'));
+    // The cursor moves (no edit): redrawn, not reported again.
+    fake.moveCursor(editor, new Position(0, 3));
+    assert.equal(told(client).length, 1);
+  });
+
+  test('Tab: the first press goes to the edit, the second applies the group as one edit, accepted', async () => {
+    const editor = await renamed();
+    await fake.commands.get('lsp-infer.nextEdit.accept')!();
+    assert.deepEqual(editor.selection.active, new Position(1, 11), 'the cursor at the edit');
+    assert.equal(editor.revealed.length, 1);
+    assert.equal(editor.document.text, TEXT.replace('wdth', 'width'), 'nothing applied yet');
+    assert.deepEqual(drawn(editor).removed, [[1, 11, 1, 15]], 'still shown');
+    await fake.commands.get('lsp-infer.nextEdit.accept')!();
+    await flush();
+    assert.equal(editor.document.text, 'def area(width, height):\n    return width * height\n\n\ndef double(wdth):\n    return wdth * 2\n');
+    assert.equal(fake.appliedEdits.length, 1, 'one WorkspaceEdit (one undo step)');
+    assert.deepEqual(drawn(editor), NOTHING);
+    assert.deepEqual(contextKey(), [true, false]);
+    assert.deepEqual(told(client), [
+      { method: 'lspInfer/didShowNextEdit', params: { id: 'ne-1' } },
+      { method: 'lspInfer/didAcceptNextEdit', params: { id: 'ne-1' } },
+    ]);
+    assert.equal(pauses().length, 1, 'the applied edit is an edit: the next pause asks again');
+  });
+
+  test('a group applies whole, in one edit, when the cursor is on its first line', async () => {
+    const editor = await start();
+    fake.type(editor, 'i');
+    answers.push({
+      ...renameAnswer(2),
+      edits: [
+        { range: { start: { line: 0, character: 4 }, end: { line: 0, character: 8 } }, text: 'surface' },
+        { range: { start: { line: 1, character: 11 }, end: { line: 1, character: 15 } }, text: 'width' },
+      ],
+    });
+    await pause();
+    await fake.commands.get('lsp-infer.nextEdit.accept')!();
+    assert.equal(editor.document.text.split('\n').slice(0, 2).join('\n'), 'def surface(width, height):\n    return width * height');
+    assert.equal(fake.appliedEdits.length, 1);
+    assert.equal(fake.appliedEdits[0].replacements.length, 2);
+  });
+
+  test('VS Code refuses the edit (the document changed meanwhile): rejected, not accepted', async () => {
+    const editor = await renamed();
+    editor.selection = { active: new Position(1, 0) };
+    fake.applyEditFails = true;
+    await fake.commands.get('lsp-infer.nextEdit.accept')!();
+    assert.deepEqual(told(client).at(-1), { method: 'lspInfer/didRejectNextEdit', params: { id: 'ne-1' } });
+    assert.deepEqual(drawn(editor), NOTHING);
+  });
+
+  test('Esc dismisses it: cleared, rejected', async () => {
+    const editor = await renamed();
+    await fake.commands.get('lsp-infer.nextEdit.dismiss')!();
+    assert.deepEqual(drawn(editor), NOTHING);
+    assert.deepEqual(contextKey(), [true, false]);
+    assert.deepEqual(told(client).at(-1), { method: 'lspInfer/didRejectNextEdit', params: { id: 'ne-1' } });
+    assert.equal(editor.document.text, TEXT.replace('wdth', 'width'));
+  });
+
+  test('typing on, switching editors, or closing the document clears it (rejected)', async () => {
+    let editor = await renamed();
+    fake.type(editor, 'x');
+    assert.deepEqual(drawn(editor), NOTHING);
+    assert.deepEqual(told(client).at(-1), { method: 'lspInfer/didRejectNextEdit', params: { id: 'ne-1' } });
+    await loaded.deactivate();
+
+    editor = await renamed();
+    fake.switchTo(new FakeEditor(new FakeDocument(Uri.file('/work/proj/b.py'), 'x = 1\n')));
+    assert.deepEqual(drawn(editor), NOTHING);
+    assert.deepEqual(told(client).at(-1), { method: 'lspInfer/didRejectNextEdit', params: { id: 'ne-1' } });
+    await loaded.deactivate();
+
+    editor = await renamed();
+    fake.documentClosed.fire({ uri: editor.document.uri });
+    assert.deepEqual(drawn(editor), NOTHING);
+    assert.deepEqual(told(client).at(-1), { method: 'lspInfer/didRejectNextEdit', params: { id: 'ne-1' } });
+  });
+
+  test('a keystroke cancels the request in flight; a late answer, or one for another version, is not drawn', async () => {
+    const editor = await start();
+    let release: (value: unknown) => void = () => undefined;
+    lc.setAnswer((method) => (method === METHOD ? new Promise((resolve) => (release = resolve)) : null));
+    fake.type(editor, 'i');
+    await pause();
+    const token = client.requestTokens.at(-1)!;
+    assert.equal(token.isCancellationRequested, false);
+    fake.type(editor, 'x');
+    assert.equal(token.isCancellationRequested, true, 'cancelled by the next edit');
+    release(renameAnswer(2));
+    await flush();
+    await flush();
+    assert.deepEqual(drawn(editor), NOTHING);
+    assert.deepEqual(told(client), []);
+    // An answer for another version than the one asked (the document is at 3): not drawn.
+    lc.setAnswer((method) => (method === METHOD ? renameAnswer(2) : null));
+    await pause();
+    assert.deepEqual(asked(client).at(-1)?.params, { textDocument: { uri: URI, version: 3 }, position: { line: 0, character: 12 } });
+    assert.deepEqual(drawn(editor), NOTHING);
+    assert.deepEqual(told(client), []);
+  });
+
+  test('a change without content (the dirty flag, a save) is not an edit: it stays, nothing asked', async () => {
+    const editor = await renamed();
+    fake.documentChanged.fire({ document: editor.document, contentChanges: [] });
+    assert.equal(pauses().length, 0);
+    assert.equal(told(client).length, 1);
+    assert.deepEqual(drawn(editor).removed, [[1, 11, 1, 15]]);
+  });
+
+  test('the first edit off screen: a hint at the cursor\'s line; Tab goes there (revealed), the hint goes', async () => {
+    const lines = ['def area(wdth, height):', ...Array.from({ length: 60 }, (_, i) => `    x${i} = ${i}`), '    return wdth * height', ''];
+    const editor = await start(lines.join('\n'));
+    editor.visibleRanges = [new (fake.module.Range as any)(0, 0, 30, 0)];
+    fake.type(editor, 'i');
+    answers.push({ ...renameAnswer(2), edits: [{ range: { start: { line: 61, character: 11 }, end: { line: 61, character: 15 } }, text: 'width' }] });
+    await pause();
+    assert.deepEqual(drawn(editor).hint, [[0, 'rename wdth → width (1 more) — line 62, Tab to go']]);
+    await fake.commands.get('lsp-infer.nextEdit.accept')!();
+    assert.deepEqual(editor.selection.active, new Position(61, 11));
+    assert.equal(editor.revealed[0].type, 2 /* InCenterIfOutsideViewport */);
+    // VS Code reports the cursor move before the scroll: the hint does not flash on line 61.
+    fake.moveCursor(editor, new Position(61, 11), Kind.Command);
+    assert.deepEqual(drawn(editor).hint, [], 'revealed: no hint while the scroll is on its way');
+    fake.scroll(editor, 45, 75);
+    assert.deepEqual(drawn(editor).hint, [], 'on screen now: no hint');
+    assert.deepEqual(drawn(editor).removed, [[61, 11, 61, 15]]);
+  });
+
+  test('Tab with nothing shown (the context key a moment late) is VS Code\'s own Tab', async () => {
+    await start();
+    await fake.commands.get('lsp-infer.nextEdit.accept')!();
+    assert.deepEqual(fake.executed.at(-1), { command: 'tab', args: [] });
+  });
+
+  test('lspInfer.nextEdit.enabled off: nothing asked, and what is shown goes; sent to the server like the other settings', async () => {
+    let editor = await renamed();
+    fake.set('lspInfer.nextEdit.enabled', false);
+    assert.deepEqual(drawn(editor), NOTHING);
+    assert.deepEqual(told(client).at(-1), { method: 'lspInfer/didRejectNextEdit', params: { id: 'ne-1' } });
+    fake.type(editor, 'x');
+    assert.equal(pauses().length, 0, 'no pause, no request');
+    assert.deepEqual(extension.serverSettings(), { nextEdit: { enabled: false } });
+    await loaded.deactivate();
+    fake.settings.delete('lspInfer.nextEdit.enabled');
+    editor = await renamed();
+    assert.equal(told(client).length, 1, 'on again');
+  });
+
+  test('only the active editor\'s synced document is asked about; not while the server is down', async () => {
+    const editor = await start();
+    const other = new FakeDocument(Uri.file('/work/proj/b.py'), 'x = 1\n');
+    fake.documentChanged.fire({ document: other, contentChanges: [{ text: 'y' }] });
+    assert.equal(pauses().length, 0, 'not the active editor\'s document');
+    const git = new FakeEditor(new FakeDocument(Uri.parse('git:/work/proj/area.py'), TEXT));
+    fake.switchTo(git);
+    fake.type(git, 'i');
+    assert.equal(pauses().length, 0, 'a document the client does not sync');
+    fake.switchTo(editor);
+    client.state = lc.State.Starting;
+    fake.type(editor, 'i');
+    assert.equal(pauses().length, 0, 'the server is not running');
+  });
+
+  test('a restarted server: the old suggestion goes without a word to the new one', async () => {
+    const editor = await renamed();
+    await fake.commands.get('lsp-infer.restartServer')!();
+    const second = lc.clients.at(-1)!;
+    assert.notEqual(second, client);
+    assert.deepEqual(drawn(editor), NOTHING);
+    assert.deepEqual(told(second), []);
+    assert.equal(told(client).length, 1, 'only the shown');
+  });
+
+  test('deactivation clears it and disposes the decoration types', async () => {
+    const editor = await renamed();
+    await loaded.deactivate();
+    assert.deepEqual(drawn(editor), NOTHING);
+    assert.ok(fake.decorationTypes.every((type) => type.disposed));
   });
 });

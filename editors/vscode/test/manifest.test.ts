@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import { COMMANDS } from '../src/commands';
+import { NEXT_EDIT_CONTEXT_KEY } from '../src/nextEdit';
 import { DEFAULT_COMMAND } from '../src/serverCommand';
 import { SERVER_SETTINGS } from '../src/settings';
 
@@ -71,6 +72,28 @@ describe('package.json', () => {
     }
     const titles = pkg.contributes.commands.map((c: { category: string; title: string }) => `${c.category}: ${c.title}`);
     assert.ok(titles.includes('lsp-infer: Set Team API Key'));
+  });
+
+  test('next edits: Tab and Escape only while one is shown, never taken from inline suggestions or the suggest widget', () => {
+    const binding = (command: string) => {
+      const found = pkg.contributes.keybindings.filter((k: { command: string }) => k.command === command);
+      assert.equal(found.length, 1, command);
+      return found[0] as { key: string; when: string };
+    };
+    const accept = binding(COMMANDS.nextEditAccept);
+    const dismiss = binding(COMMANDS.nextEditDismiss);
+    assert.equal(accept.key, 'tab');
+    assert.equal(dismiss.key, 'escape');
+    for (const { when } of [accept, dismiss]) {
+      const terms = when.split('&&').map((term) => term.trim());
+      for (const term of [NEXT_EDIT_CONTEXT_KEY, 'editorTextFocus', '!inlineSuggestionVisible', '!suggestWidgetVisible']) {
+        assert.ok(terms.includes(term), `${when}: ${term}`);
+      }
+    }
+    // Tab also stays with snippets (their placeholders) and read-only editors.
+    assert.ok(accept.when.includes('!inSnippetMode') && accept.when.includes('!editorReadonly'), accept.when);
+    const colors = pkg.contributes.colors.map((c: { id: string }) => c.id);
+    assert.deepEqual(colors, ['lspInfer.nextEdit.removedForeground']);
   });
 
   test('engines.vscode is at least what vscode-languageclient and @types/vscode need', () => {

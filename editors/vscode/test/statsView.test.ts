@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { definitionFigures, escapeHtml, figures, formatMs, latencyChart, latencyPoints, niceCeiling, rateBars, rates, statsHtml } from '../src/statsView';
+import { definitionFigures, escapeHtml, figures, formatMs, latencyChart, latencyPoints, nextEditFigures, nextEditKinds, niceCeiling, rateBars, rates, statsHtml } from '../src/statsView';
 
 /** A stats answer shaped like the server's (lsp_infer/stats.py, lsp_infer/feedback.py). */
 const STATS = {
@@ -201,5 +201,66 @@ describe('the stats view', () => {
     assert.deepEqual([0, 0.3, 1, 7, 12, 450, 1001].map(niceCeiling), [1, 0.5, 1, 10, 20, 500, 2000]);
     assert.deepEqual([12.4, 999, 1000, 15000].map(formatMs), ['12 ms', '999 ms', '1.0 s', '15 s']);
     assert.equal(escapeHtml(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
+  });
+});
+
+describe('next-edit suggestions in the stats view', () => {
+  /** `nextEdit` as the server reports it (lsp_infer/next_edit/service.py). */
+  const NEXT_EDIT = {
+    requests: 12,
+    predicted: 5,
+    shown: 4,
+    accepted: 3,
+    rejected: 1,
+    byKind: { rename: { predicted: 5, shown: 4, accepted: 3, rejected: 1 } },
+    p50Ms: 2.5,
+    p95Ms: 9,
+  };
+
+  test('its figures, with the acceptance rate and the answer times', () => {
+    assert.deepEqual(nextEditFigures({ nextEdit: NEXT_EDIT }), [
+      ['Requests', '12'],
+      ['Predicted (offered)', '5'],
+      ['Shown', '4'],
+      ['Accepted', '3'],
+      ['Rejected', '1'],
+      ['Acceptance rate', '75 % (3/4)'],
+      ['Answer time p50 / p95', '3 ms / 9 ms'],
+    ]);
+    assert.deepEqual(nextEditKinds({ nextEdit: NEXT_EDIT }), [
+      { kind: 'rename', predicted: '5', shown: '4', accepted: '3', rejected: '1', rate: '75 % (3/4)' },
+    ]);
+  });
+
+  test('missing keys: "–"; no answer times, no row for them; an older server: no section', () => {
+    assert.deepEqual(nextEditFigures({ nextEdit: { requests: 2 } }), [
+      ['Requests', '2'],
+      ['Predicted (offered)', '–'],
+      ['Shown', '–'],
+      ['Accepted', '–'],
+      ['Rejected', '–'],
+      ['Acceptance rate', '–'],
+    ]);
+    assert.deepEqual(nextEditKinds({ nextEdit: { byKind: { rename: 'x', repeat: { shown: 0 } } } }), [
+      { kind: 'rename', predicted: '–', shown: '–', accepted: '–', rejected: '–', rate: '–' },
+      { kind: 'repeat', predicted: '–', shown: '0', accepted: '–', rejected: '–', rate: '–' },
+    ]);
+    for (const stats of [{}, { nextEdit: null }, { nextEdit: [1] }, null, 'x']) {
+      assert.equal(nextEditFigures(stats), undefined, JSON.stringify(stats));
+      assert.deepEqual(nextEditKinds(stats), []);
+    }
+    const page = statsHtml({ requests: 1 }, { cspSource: 'x', when: new Date(0) });
+    assert.ok(!page.includes('Next-edit suggestions'));
+  });
+
+  test('the page: a section with the figures and a table by kind; every counter below', () => {
+    const page = statsHtml({ ...STATS, nextEdit: NEXT_EDIT }, { cspSource: 'x', when: new Date(0) });
+    assert.match(page, /<h2>Next-edit suggestions<\/h2>/);
+    assert.match(page, /<table class="next-edit"><tr><td>Requests<\/td><td class="value">12<\/td><\/tr>/);
+    assert.match(page, /<table class="next-edit-kinds">.*<tr><td>rename<\/td><td class="value">5<\/td><td class="value">4<\/td><td class="value">3<\/td><td class="value">1<\/td><td class="value">75 % \(3\/4\)<\/td><\/tr>/);
+    assert.match(flattenAll(page), /^nextEdit\.byKind\.rename\.accepted 3$/m);
+    // A kind is the server's text: escaped.
+    const odd = statsHtml({ nextEdit: { byKind: { '<b>': { shown: 1 } } } }, { cspSource: 'x', when: new Date(0) });
+    assert.ok(odd.includes('<td>&lt;b&gt;</td>') && !odd.includes('<td><b></td>'));
   });
 });

@@ -131,6 +131,25 @@ function M.create()
     end,
     desc = "lsp-infer: turn completions on or off",
   })
+  api.nvim_create_user_command("LspInferNextEdit", function(args)
+    local arg = vim.trim(args.args or "")
+    if arg == "dismiss" then
+      lsp_infer().next_edit_dismiss()
+    elseif arg == "" or arg == "accept" then
+      if not lsp_infer().next_edit_accept() then
+        vim.notify("lsp-infer: no next edit is shown", vim.log.levels.INFO, { title = "lsp-infer" })
+      end
+    else
+      vim.notify("lsp-infer: :LspInferNextEdit [accept|dismiss]", vim.log.levels.WARN,
+        { title = "lsp-infer" })
+    end
+  end, {
+    nargs = "?",
+    complete = function()
+      return { "accept", "dismiss" }
+    end,
+    desc = "lsp-infer: go to the next edit, then apply it (accept), or dismiss it",
+  })
   api.nvim_create_user_command("LspInferStatus", function()
     local status = lsp_infer().model_status()
     local text = lsp_infer().status()

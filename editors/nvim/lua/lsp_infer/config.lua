@@ -24,6 +24,16 @@ local M = {}
 ---@field warm_ms integer             how long the cursor must stay still before that
 ---@field definitions boolean         answer lspInfer/definitions from the buffer's other servers
 ---@field definitions_timeout_ms integer  the longest that answer takes (null for the rest)
+---@field next_edit lsp_infer.NextEditOptions  next-edit suggestions (next_edit.lua)
+
+---@class lsp_infer.NextEditKeymaps
+---@field accept string|false   normal mode: go to the suggested edit, then apply it
+---@field dismiss string|false  normal mode: take it off the screen
+
+---@class lsp_infer.NextEditOptions
+---@field enabled boolean        ask lspInfer/nextEdit after an edit and a pause
+---@field debounce_ms integer    the pause after the last edit before asking
+---@field keymaps lsp_infer.NextEditKeymaps|false
 
 ---@type lsp_infer.Options
 M.defaults = {
@@ -53,6 +63,11 @@ M.defaults = {
   warm_ms = 400,
   definitions = true,
   definitions_timeout_ms = 1000,
+  next_edit = {
+    enabled = true,
+    debounce_ms = 300,
+    keymaps = { accept = "<Tab>", dismiss = "<Esc>" },
+  },
 }
 
 ---@type lsp_infer.Options
@@ -75,6 +90,7 @@ function M.set(opts)
     warm_ms = { "number" },
     definitions = { "boolean" },
     definitions_timeout_ms = { "number" },
+    next_edit = { "table" },
   }
   for key, types in pairs(expected) do
     if opts[key] ~= nil and not vim.tbl_contains(types, type(opts[key])) then
@@ -90,6 +106,7 @@ function M.set(opts)
   if opts.fallback ~= nil and opts.fallback ~= "auto" and type(opts.fallback) ~= "boolean" then
     error('lsp_infer: fallback must be "auto", true or false')
   end
+  M.check_next_edit(opts.next_edit)
   local options = vim.deepcopy(M.defaults)
   for key, value in pairs(opts) do
     if key == "keymaps" then
@@ -100,6 +117,13 @@ function M.set(opts)
       end
     elseif key == "settings" then
       options.settings = vim.deepcopy(value)
+    elseif key == "next_edit" then
+      -- Merged one level down, like `keymaps`: { enabled = false } keeps the default keys.
+      local next_edit = vim.tbl_extend("force", options.next_edit, value)
+      if type(value.keymaps) == "table" then
+        next_edit.keymaps = vim.tbl_extend("force", M.defaults.next_edit.keymaps, value.keymaps)
+      end
+      options.next_edit = next_edit
     else
       options[key] = value -- lists (cmd, filetypes) are replaced, not merged
     end
@@ -107,6 +131,42 @@ function M.set(opts)
   M.options = options
   M.configured = true
   return options
+end
+
+--- Check the `next_edit` option's fields (an error naming the wrong one).
+---@param value table?
+function M.check_next_edit(value)
+  if value == nil then
+    return
+  end
+  local expected = { enabled = "boolean", debounce_ms = "number" }
+  for key, kind in pairs(expected) do
+    if value[key] ~= nil and type(value[key]) ~= kind then
+      error(("lsp_infer: next_edit.%s must be a %s, not %s"):format(key, kind, type(value[key])))
+    end
+  end
+  if value.debounce_ms ~= nil and value.debounce_ms < 0 then
+    error("lsp_infer: next_edit.debounce_ms must not be negative")
+  end
+  local keymaps = value.keymaps
+  if keymaps ~= nil and keymaps ~= false and type(keymaps) ~= "table" then
+    error("lsp_infer: next_edit.keymaps must be a table or false")
+  end
+end
+
+--- The server settings to send: the user's, and nextEdit.enabled = false when the plugin does
+--- not ask for next edits (so the server does not keep edit histories for nothing), unless the
+--- user set nextEdit.enabled themselves.
+---@return table
+function M.server_settings()
+  local settings = vim.deepcopy(M.options.settings or {})
+  if M.options.next_edit and M.options.next_edit.enabled == false then
+    settings.nextEdit = type(settings.nextEdit) == "table" and settings.nextEdit or {}
+    if settings.nextEdit.enabled == nil then
+      settings.nextEdit.enabled = false
+    end
+  end
+  return settings
 end
 
 --- "native" (vim.lsp.inline_completion, Neovim 0.12+), "fallback" (this plugin's extmarks),
@@ -214,7 +274,7 @@ end
 ---@return table
 function M.lsp_config()
   local options = M.options
-  local settings = util.objects(options.settings or {})
+  local settings = util.objects(M.server_settings())
   local config = {
     name = util.name,
     cmd = options.cmd,

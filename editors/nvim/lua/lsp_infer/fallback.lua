@@ -58,24 +58,7 @@ local function in_insert_mode()
   return mode:sub(1, 1) == "i" or mode:sub(1, 1) == "R"
 end
 
---- Byte column of an LSP character offset in `line` for a position encoding.
----@param line string
----@param character integer
----@param encoding string
----@return integer
-local function byte_col(line, character, encoding)
-  if encoding == "utf-8" then
-    return math.min(character, #line)
-  end
-  local units, i = 0, 1
-  while i <= #line and units < character do
-    local byte = line:byte(i)
-    local len = byte >= 0xF0 and 4 or byte >= 0xE0 and 3 or byte >= 0xC0 and 2 or 1
-    units = units + ((encoding == "utf-16" and len == 4) and 2 or 1)
-    i = i + len
-  end
-  return i - 1
-end
+local byte_col = util.byte_col
 
 --- The text of an item still to insert at the cursor (row, col), or nil if the item does not
 --- continue the text at the cursor.

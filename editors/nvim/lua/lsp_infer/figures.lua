@@ -80,6 +80,44 @@ function M.summary(stats)
     { "Shown → accepted p50 / p95", M.ms(to_accept.p50) .. " / " .. M.ms(to_accept.p95) },
   }
   vim.list_extend(out, M.definitions(stats))
+  vim.list_extend(out, M.next_edit(stats))
+  return out
+end
+
+-- A next edit's counters, in the order things happen to one.
+local NEXT_EDIT_COUNTS = { "predicted", "shown", "accepted", "rejected" }
+
+--- Next-edit suggestions (lspInfer/nextEdit): { label, value } pairs, none from a server
+--- without `nextEdit` in its stats. A counter the server does not report reads "–".
+function M.next_edit(stats)
+  local n = object(object(stats).nextEdit)
+  if next(n) == nil then
+    return {}
+  end
+  local function counts(group, first)
+    local parts = first and { first } or {}
+    for _, key in ipairs(NEXT_EDIT_COUNTS) do
+      local value = number(group[key])
+      table.insert(parts, ("%s %s"):format(value and tostring(value) or "–", key))
+    end
+    return table.concat(parts, ", ")
+  end
+  local asked = number(n.requests)
+  local out = {
+    { "Next edits", counts(n, ("%s asked"):format(asked and tostring(asked) or "–")) },
+    { "Next-edit acceptance", M.rate(n.accepted, n.shown) },
+  }
+  if number(n.p50Ms) or number(n.p95Ms) then
+    table.insert(out, { "Next edits p50 / p95", M.ms(n.p50Ms) .. " / " .. M.ms(n.p95Ms) })
+  end
+  local by_kind = object(n.byKind)
+  local kinds = vim.tbl_keys(by_kind)
+  table.sort(kinds, function(a, b)
+    return tostring(a) < tostring(b)
+  end)
+  for _, kind in ipairs(kinds) do
+    table.insert(out, { "  " .. tostring(kind), counts(object(by_kind[kind])) })
+  end
   return out
 end
 

@@ -77,6 +77,28 @@ function M.prev()
   return e ~= nil and e.select(-1)
 end
 
+-- -- next-edit suggestions (next_edit.lua) ------------------------------------------------
+
+--- Whether a next-edit suggestion is on screen in the current buffer.
+---@return boolean
+function M.next_edit_visible()
+  return require("lsp_infer.next_edit").visible()
+end
+
+--- Go to the next-edit suggestion when the cursor is not on its first line, else apply it (all
+--- its edits, one undo step, only if the buffer did not change since). Returns false (and does
+--- nothing) when none is shown. Safe inside <expr> mappings.
+---@return boolean
+function M.next_edit_accept()
+  return require("lsp_infer.next_edit").accept()
+end
+
+--- Take the next-edit suggestion away (the server counts it rejected).
+---@return boolean dismissed whether one was shown
+function M.next_edit_dismiss()
+  return require("lsp_infer.next_edit").dismiss()
+end
+
 local ACTIONS = {
   accept = { M.accept, "Accept the lsp-infer suggestion" },
   accept_word = { M.accept_word, "Accept the first word of the lsp-infer suggestion" },
@@ -85,44 +107,6 @@ local ACTIONS = {
   next = { M.next, "Next lsp-infer suggestion (asks for the choices)" },
   prev = { M.prev, "Previous lsp-infer suggestion (asks for the choices)" },
 }
-
---- The insert-mode mapping a key had before ours: the buffer's own (captured when we mapped)
---- or the global one now (e.g. Neovim 0.12's <Tab> for vim.snippet), or nil.
-local function global_mapping(lhs)
-  local raw = api.nvim_replace_termcodes(lhs, true, true, true)
-  local canonical = vim.fn.keytrans(raw)
-  for _, map in ipairs(api.nvim_get_keymap("i")) do
-    if map.lhsraw == raw or map.lhs == canonical then
-      return map
-    end
-  end
-end
-
---- What the key does when no suggestion is shown: the previous mapping's result, else the key.
---- Runs inside our <expr> mapping (textlock): a non-<expr> Lua mapping runs on the next tick,
---- a non-<expr> key mapping is fed back as keys.
-local function previous_action(lhs, previous)
-  local map = previous or global_mapping(lhs)
-  if not map then
-    return lhs
-  end
-  if map.callback then
-    if map.expr == 1 then
-      local ok, result = pcall(map.callback)
-      return ok and type(result) == "string" and result or ""
-    end
-    vim.schedule(map.callback)
-    return ""
-  end
-  local rhs = map.rhs or ""
-  if map.expr == 1 then
-    local ok, result = pcall(api.nvim_eval, rhs)
-    return ok and type(result) == "string" and result or ""
-  end
-  local keys = api.nvim_replace_termcodes(rhs, true, true, true)
-  api.nvim_feedkeys(keys, map.noremap == 1 and "n" or "m", false)
-  return ""
-end
 
 --- Buffer-local insert-mode mappings. Each does its action when a suggestion is shown and
 --- otherwise what the key did before (<Tab> still inserts a tab, or jumps in a snippet).
@@ -134,16 +118,12 @@ local function set_keymaps(bufnr)
   for name, action in pairs(ACTIONS) do
     local lhs = keymaps[name]
     if type(lhs) == "string" and lhs ~= "" then
-      local previous = vim.fn.maparg(lhs, "i", false, true)
-      if type(previous) ~= "table" or previous.buffer ~= 1
-          or (previous.desc or ""):find("lsp-infer", 1, true) then
-        previous = nil -- not the buffer's own (the global one is looked up when pressed)
-      end
+      local previous = util.buffer_mapping("i", lhs)
       vim.keymap.set("i", lhs, function()
         if action[1]() then
           return ""
         end
-        return previous_action(lhs, previous)
+        return util.previous_action("i", lhs, previous)
       end, { buffer = bufnr, expr = true, replace_keycodes = true, silent = true, desc = action[2] })
     end
   end
@@ -151,12 +131,14 @@ end
 
 -- -- attaching ----------------------------------------------------------------------------
 
---- LspAttach for a client named "lsp_infer": keymaps, native or fallback ghost text, and
---- lspInfer/warm where the cursor rests (warm.lua).
+--- LspAttach for a client named "lsp_infer": keymaps, native or fallback ghost text,
+--- lspInfer/warm where the cursor rests (warm.lua) and next-edit suggestions (next_edit.lua).
 ---@param client vim.lsp.Client
 ---@param bufnr integer
 function M.on_attach(client, bufnr)
   set_keymaps(bufnr)
+  -- Whatever shows ghost text: next edits are drawn and applied by the plugin itself.
+  require("lsp_infer.next_edit").attach(bufnr, client.id)
   local path = config.path()
   if path ~= "none" then
     require("lsp_infer.warm").attach(bufnr)
@@ -204,6 +186,7 @@ function M.install_autocmds()
       if client and client.name == util.name then
         require("lsp_infer.fallback").detach(args.buf)
         require("lsp_infer.warm").detach(args.buf)
+        require("lsp_infer.next_edit").detach(args.buf)
       end
     end,
   })

@@ -135,6 +135,84 @@ function M.insert_at_cursor(text)
   end
 end
 
+--- Byte column of an LSP character offset in `line` for a position encoding (utf-8, utf-16 or
+--- utf-32); an offset past the end is the line's length.
+---@param line string
+---@param character integer
+---@param encoding string
+---@return integer
+function M.byte_col(line, character, encoding)
+  if encoding == "utf-8" then
+    return math.min(character, #line)
+  end
+  local units, i = 0, 1
+  while i <= #line and units < character do
+    local byte = line:byte(i)
+    local len = byte >= 0xF0 and 4 or byte >= 0xE0 and 3 or byte >= 0xC0 and 2 or 1
+    units = units + ((encoding == "utf-16" and len == 4) and 2 or 1)
+    i = i + len
+  end
+  return math.min(i - 1, #line)
+end
+
+-- -- keys that act only while something is shown -------------------------------------------
+
+--- The buffer's own mapping of `lhs` in `mode` before ours (to fall back on), or nil when there
+--- is none or it is one of ours.
+---@param mode string
+---@param lhs string
+---@return table?
+function M.buffer_mapping(mode, lhs)
+  local previous = vim.fn.maparg(lhs, mode, false, true)
+  if type(previous) ~= "table" or previous.buffer ~= 1
+      or (previous.desc or ""):find("lsp-infer", 1, true) then
+    return nil -- not the buffer's own (the global one is looked up when pressed)
+  end
+  return previous
+end
+
+--- The global mapping of a key in `mode` now (e.g. Neovim 0.12's insert-mode <Tab> for
+--- vim.snippet, or the user's own), or nil.
+local function global_mapping(mode, lhs)
+  local raw = vim.api.nvim_replace_termcodes(lhs, true, true, true)
+  local canonical = vim.fn.keytrans(raw)
+  for _, map in ipairs(vim.api.nvim_get_keymap(mode)) do
+    if map.lhsraw == raw or map.lhs == canonical then
+      return map
+    end
+  end
+end
+
+--- What a key does when our action does not apply: the previous mapping's result, else the key
+--- itself. Runs inside our <expr> mapping (textlock): a non-<expr> Lua mapping runs on the next
+--- tick, a non-<expr> key mapping is fed back as keys.
+---@param mode string
+---@param lhs string
+---@param previous? table the buffer's own mapping captured when ours was set
+---@return string keys for the <expr> mapping to return
+function M.previous_action(mode, lhs, previous)
+  local map = previous or global_mapping(mode, lhs)
+  if not map then
+    return lhs
+  end
+  if map.callback then
+    if map.expr == 1 then
+      local ok, result = pcall(map.callback)
+      return ok and type(result) == "string" and result or ""
+    end
+    vim.schedule(map.callback)
+    return ""
+  end
+  local rhs = map.rhs or ""
+  if map.expr == 1 then
+    local ok, result = pcall(vim.api.nvim_eval, rhs)
+    return ok and type(result) == "string" and result or ""
+  end
+  local keys = vim.api.nvim_replace_termcodes(rhs, true, true, true)
+  vim.api.nvim_feedkeys(keys, map.noremap == 1 and "n" or "m", false)
+  return ""
+end
+
 --- Notify once per distinct key for the whole session.
 local notified = {}
 function M.notify_once(key, message, level)

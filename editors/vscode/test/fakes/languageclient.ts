@@ -175,9 +175,13 @@ export class LanguageClient {
     return this.state === State.Running;
   }
 
-  async sendRequest(type: Method, params?: unknown): Promise<unknown> {
+  /** The cancellation token of each request (in the order of `requests`), where one was given. */
+  readonly requestTokens: (CancellationToken | undefined)[] = [];
+
+  async sendRequest(type: Method, params?: unknown, token?: CancellationToken): Promise<unknown> {
     const method = methodOf(type);
     this.requests.push({ method, params });
+    this.requestTokens.push(token);
     const result = answer(method, params);
     if (result instanceof Error) {
       throw result;

@@ -50,10 +50,78 @@ export class Position {
 }
 
 export class Range {
+  readonly start: Position;
+  readonly end: Position;
+  /** As VS Code's: two positions, or four numbers. */
+  constructor(start: Position | number, end: Position | number, endLine?: number, endCharacter?: number) {
+    if (typeof start === 'number' && typeof end === 'number') {
+      this.start = new Position(start, end);
+      this.end = new Position(endLine ?? start, endCharacter ?? end);
+    } else {
+      this.start = start as Position;
+      this.end = end as Position;
+    }
+  }
+}
+
+/** A selection: from `anchor` to `active` (the cursor). */
+export class Selection extends Range {
   constructor(
-    readonly start: Position,
-    readonly end: Position,
-  ) {}
+    readonly anchor: Position,
+    readonly active: Position,
+  ) {
+    super(anchor, active);
+  }
+}
+
+export enum TextEditorRevealType {
+  Default = 0,
+  InCenter = 1,
+  InCenterIfOutsideViewport = 2,
+  AtTop = 3,
+}
+
+/** A WorkspaceEdit of replacements (what the extension uses), in the order given. */
+export class WorkspaceEdit {
+  readonly replacements: { uri: Uri; range: Range; text: string }[] = [];
+  replace(uri: Uri, range: Range, text: string): void {
+    this.replacements.push({ uri, range, text });
+  }
+}
+
+export class CancellationTokenSource {
+  disposed = false;
+  private listeners: (() => void)[] = [];
+  readonly token = {
+    isCancellationRequested: false,
+    onCancellationRequested: (listener: () => void) => {
+      this.listeners.push(listener);
+      return { dispose: () => (this.listeners = this.listeners.filter((l) => l !== listener)) };
+    },
+  };
+  cancel(): void {
+    if (!this.token.isCancellationRequested) {
+      this.token.isCancellationRequested = true;
+      for (const listener of [...this.listeners]) {
+        listener();
+      }
+    }
+  }
+  dispose(): void {
+    this.disposed = true;
+  }
+}
+
+/** A decoration type: its options, and whether it was disposed. */
+export class FakeDecorationType {
+  static count = 0;
+  readonly key = `decoration-${++FakeDecorationType.count}`;
+  disposed = false;
+  /** As the extension gave them (any: tests read nested fields such as `after.color.id`). */
+  constructor(readonly options: Record<string, any>) {}
+  dispose(): void {
+    this.disposed = true;
+  }
 }
 
 /** A text document over a string: offsets and positions as VS Code counts them (UTF-16). */
@@ -155,11 +223,22 @@ export class FakeEditor {
   selection: { active: Position; anchor?: Position };
   /** More cursors after the primary one (multi-cursor editing). */
   moreSelections: { anchor: Position; active: Position }[] = [];
+  /** The lines on screen (VS Code's visibleRanges). */
+  visibleRanges: Range[] = [new Range(0, 0, 40, 0)];
+  /** What is drawn: the decorations last set per type. */
+  readonly decorations = new Map<FakeDecorationType, unknown[]>();
+  readonly revealed: { range: Range; type: TextEditorRevealType | undefined }[] = [];
   constructor(
     readonly document: FakeDocument,
     active: Position = new Position(0, 0),
   ) {
     this.selection = { active };
+  }
+  setDecorations(type: FakeDecorationType, decorations: unknown[]): void {
+    this.decorations.set(type, [...decorations]);
+  }
+  revealRange(range: Range, type?: TextEditorRevealType): void {
+    this.revealed.push({ range, type });
   }
   get selections(): { anchor: Position; active: Position }[] {
     const { active, anchor = active } = this.selection;
@@ -216,6 +295,11 @@ export class FakeVscode {
   readonly selectionChanged = new EventEmitter<{ textEditor: unknown; selections: unknown[]; kind: TextEditorSelectionChangeKind | undefined }>();
   readonly documentClosed = new EventEmitter<{ uri: Uri }>();
   readonly documentChanged = new EventEmitter<{ document: unknown; contentChanges: unknown[] }>();
+  readonly visibleRangesChanged = new EventEmitter<{ textEditor: unknown; visibleRanges: unknown[] }>();
+  readonly decorationTypes: FakeDecorationType[] = [];
+  /** workspace.applyEdit's edits; a test sets `applyEditFails` to make VS Code refuse them. */
+  readonly appliedEdits: WorkspaceEdit[] = [];
+  applyEditFails = false;
   readonly panels: FakePanel[] = [];
   readonly secretsChanged = new EventEmitter<{ key: string }>();
   workspaceFolders: { uri: Uri; name: string; index: number }[] | undefined = [{ uri: Uri.file('/work/proj'), name: 'proj', index: 0 }];
@@ -257,6 +341,33 @@ export class FakeVscode {
     document.version += 1;
     this.documentChanged.fire({ document, contentChanges: [{ text }] });
     this.moveCursor(editor, document.positionAt(offset + text.length));
+  }
+
+  /**
+   * Apply a WorkspaceEdit to the active editor's document, as VS Code does (one change event,
+   * one version), or refuse it (false) when `applyEditFails` or it is for another document.
+   */
+  applyEdit(edit: WorkspaceEdit): boolean {
+    const editor = this.activeTextEditor as FakeEditor | undefined;
+    const document = editor?.document;
+    if (this.applyEditFails || document === undefined || edit.replacements.some((r) => r.uri.toString() !== document.uri.toString())) {
+      return false;
+    }
+    this.appliedEdits.push(edit);
+    // From the last to the first, so that earlier offsets stay valid.
+    const spans = edit.replacements.map((r) => ({ from: document.offsetAt(r.range.start), to: document.offsetAt(r.range.end), text: r.text }));
+    for (const span of [...spans].sort((a, b) => b.from - a.from)) {
+      document.text = document.text.slice(0, span.from) + span.text + document.text.slice(span.to);
+    }
+    document.version += 1;
+    this.documentChanged.fire({ document, contentChanges: spans });
+    return true;
+  }
+
+  /** Scroll `editor` so that these lines are on screen. */
+  scroll(editor: FakeEditor, start: number, end: number): void {
+    editor.visibleRanges = [new Range(start, 0, end, 0)];
+    this.visibleRangesChanged.fire({ textEditor: editor, visibleRanges: editor.visibleRanges });
   }
 
   /** Write a setting the way the settings editor would, firing onDidChangeConfiguration. */
@@ -330,6 +441,10 @@ export class FakeVscode {
       StatusBarAlignment,
       Position,
       Range,
+      Selection,
+      WorkspaceEdit,
+      CancellationTokenSource,
+      TextEditorRevealType,
       TextEditorSelectionChangeKind,
       InlineCompletionTriggerKind,
       languages: { match },
@@ -337,6 +452,12 @@ export class FakeVscode {
       window: {
         onDidChangeActiveTextEditor: this.activeEditorChanged.event,
         onDidChangeTextEditorSelection: this.selectionChanged.event,
+        onDidChangeTextEditorVisibleRanges: this.visibleRangesChanged.event,
+        createTextEditorDecorationType: (options: Record<string, unknown>) => {
+          const type = new FakeDecorationType(options);
+          fake.decorationTypes.push(type);
+          return type;
+        },
         createWebviewPanel: (viewType: string, title: string, _column: unknown, options: unknown) => {
           const panel = new FakePanel(viewType, title, options);
           fake.panels.push(panel);
@@ -369,6 +490,7 @@ export class FakeVscode {
         onDidChangeConfiguration: this.configChanged.event,
         onDidCloseTextDocument: this.documentClosed.event,
         onDidChangeTextDocument: this.documentChanged.event,
+        applyEdit: async (edit: WorkspaceEdit) => fake.applyEdit(edit),
         get workspaceFolders() {
           return fake.workspaceFolders;
         },
