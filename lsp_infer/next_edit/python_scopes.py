@@ -9,7 +9,9 @@ bodies are not seen from the methods inside them; a comprehension's targets are 
 
 Where a rename could not be made by replacing these places alone, it answers None: a name
 in a ``global``/``nonlocal`` statement, an ``except … as``, a pattern, or an import (the
-statement's name has no position of its own, or renaming changes what is imported).
+statement's name has no position of its own, or renaming changes what is imported); a
+class's name that the file also reaches as an attribute or passes as a keyword
+(``self._months``, ``Point(x=1)``: which object an attribute is of takes types).
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ class _Collector(ast.NodeVisitor):
         # The keyword arguments given to each callee's name (``f(x=1)``, ``self.f(x=1)``):
         # a parameter renamed must be renamed there too, which needs the callee resolved.
         self.keywords: dict[str, set[str]] = {}
+        # Every ``.name`` read or written (``self._months``, ``cls.make``, ``obj.x``).
+        self.attributes: set[str] = set()
 
     def collect(self, tree: ast.Module) -> None:
         self._enter(tree, lambda: self._body(tree.body))
@@ -209,6 +213,8 @@ class _Collector(ast.NodeVisitor):
             if name is not None:
                 given = self.keywords.setdefault(name, set())
                 given.update(k.arg for k in node.keywords if k.arg is not None)
+        if isinstance(node, ast.Attribute):
+            self.attributes.add(node.attr)
         if isinstance(node, ast.Global | ast.Nonlocal):
             self.scope.declared.update(node.names)
             return
@@ -298,6 +304,12 @@ def same_binding(source: str, offset: int) -> Binding | None:
         return None  # read before it is assigned, it is the builtin: `try: complex …`
     if _passed_by_keyword(home, name, collector.keywords):
         return None  # `f(name=…)` somewhere: the call would need renaming too
+    if home.is_class and (
+        name in collector.attributes or any(name in given for given in collector.keywords.values())
+    ):
+        # A class's name is an attribute too: `self._months`, `Point(x=1)` of a dataclass
+        # would need renaming as well, and which object an attribute is of takes types.
+        return None
     found: list[Occurrence] = []
     nearby: set[str] = set()
     for other in collector.scopes:

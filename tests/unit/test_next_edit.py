@@ -138,6 +138,12 @@ def names_at(source: str, needle: str, nth: int = 0) -> list[str]:
         ),
         # A function's own name, and its calls.
         ("def helper():\n    pass\n\nhelper()\n", "helper", 0, ["1:helper", "4:helper"]),
+        # A class's name reached as an attribute or passed as a keyword: it is a member too,
+        # and which object `.name` is of takes types.
+        ("class C:\n    xs = []\n    def m(self):\n        return self.xs\n", "xs", 0, []),
+        ("class P:\n    x: int = 0\n\nP(x=1)\n", "x:", 0, []),
+        # Neither: the class body's own uses.
+        ("class C:\n    xs = []\n    n = len(xs)\n", "xs", 0, ["2:xs", "3:xs"]),
         # Not followed: a global statement, an import, an except's name, a builtin.
         ("n = 0\ndef bump():\n    global n\n    n += 1\n", "n = 0", 0, []),
         ("import os\nos.getcwd()\n", "os.", 0, []),
