@@ -16,6 +16,10 @@ Clients:
              keystroke and waiting for none, as simple editor plugins do.
   floor      only the prompts at the pauses, run one after another through llama-cpp-python in
              this process (the same code path as the server's model lane), nothing else.
+  vscode+next, neovim+next
+             the same, asking lspInfer/nextEdit after each edit as the plugins do (VS Code
+             300 ms after the last edit, Neovim 150 ms): the typing cost of next edits, side
+             by side with the client without them.
 
     python bench/keystrokes.py            # all four, default workload
     python bench/keystrokes.py --quick    # a shorter workload
@@ -60,6 +64,9 @@ from lsp_infer.threads import set_thread_waiting
 set_thread_waiting()
 
 STDLIB = Path(json.__file__).parent.parent
+# The plugins' pause after an edit before asking lspInfer/nextEdit (editors/vscode/src/
+# nextEdit.ts NEXT_EDIT_PAUSE_MS; editors/nvim next_edit.debounce_ms).
+NEXT_EDIT_PAUSE_MS = {"vscode": 300, "neovim": 150}
 # (module, function): the body of each function is typed, the rest of the file is there.
 FUNCTIONS = [
     ("textwrap.py", "def indent("),
@@ -135,6 +142,7 @@ def script(body: str, rng: random.Random) -> list[Event]:
 class Result:
     pauses_ms: list[float] = field(default_factory=list)
     keystrokes: int = 0
+    next_edits: int = 0  # lspInfer/nextEdit requests sent
     stats: dict[str, Any] = field(default_factory=dict)
 
 
@@ -162,7 +170,10 @@ async def run_server(
     tabs: bool = False,
     read_ms: int = 0,
     server_log: str | None = None,
+    next_edit_ms: int | None = None,
 ) -> Result:
+    """``next_edit_ms``: ask lspInfer/nextEdit this long after the last edit, as the
+    plugins do (None: never)."""
     client = LanguageClient("typing-bench", "0")
 
     @client.feature("lspInfer/status")
@@ -211,6 +222,7 @@ async def run_server(
         pending: asyncio.Future[Any] | None = None
         pending_id: str | None = None
         debounce: asyncio.TimerHandle | None = None
+        next_edit_timer: asyncio.TimerHandle | None = None
         last_key = time.perf_counter()
         request_for: dict[int, asyncio.Future[Any]] = {}
 
@@ -232,6 +244,13 @@ async def run_server(
             future.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved
             request_for[ver] = future
             return msg_id, future
+
+        def ask_next_edit(ver: int, at: types.Position, uri: str = uri) -> None:
+            params = {"textDocument": {"uri": uri, "version": ver},
+                      "position": {"line": at.line, "character": at.character}}  # fmt: skip
+            future = client.protocol.send_request_async("lspInfer/nextEdit", params)
+            future.add_done_callback(lambda f: f.cancelled() or f.exception())
+            result.next_edits += 1
 
         for event in script(load.body, rng):
             if event.kind == "pause":
@@ -264,6 +283,12 @@ async def run_server(
             )
             last_key = time.perf_counter()
             cursor = position_of(text, offset)
+            if next_edit_ms is not None:
+                if next_edit_timer is not None:
+                    next_edit_timer.cancel()
+                next_edit_timer = asyncio.get_running_loop().call_later(
+                    next_edit_ms / 1000, lambda v=version, c=cursor: ask_next_edit(v, c)
+                )
             if mode == "vscode":
                 if pending is not None and not pending.done() and pending_id is not None:
                     client.protocol.notify("$/cancelRequest", types.CancelParams(id=pending_id))
@@ -276,6 +301,8 @@ async def run_server(
                 )
         if debounce is not None:
             debounce.cancel()
+        if next_edit_timer is not None:
+            next_edit_timer.cancel()
         if not tabs:
             close_document(uri)
     if tabs:
@@ -484,10 +511,13 @@ def main() -> None:
     for client in args.clients.split(","):
         rng = random.Random(args.seed)  # the same typing for every client
         started = time.perf_counter()
-        if client in ("vscode", "neovim"):
+        if client in ("vscode", "neovim", "vscode+next", "neovim+next"):
+            mode = client.removesuffix("+next")
+            next_edit_ms = NEXT_EDIT_PAUSE_MS[mode] if client.endswith("+next") else None
             results[client] = asyncio.run(
-                run_server(client, loads, rng, options, args.tabs, args.read_ms, args.server_log)
-            )
+                run_server(mode, loads, rng, options, args.tabs, args.read_ms, args.server_log,
+                           next_edit_ms)
+            )  # fmt: skip
         elif client == "serial":
             results[client] = asyncio.run(
                 run_serial(loads, rng, settings.context_tokens, settings.max_tokens)
@@ -516,6 +546,10 @@ def main() -> None:
             f"{name:8} {len(result.pauses_ms):6} {statistics.median(result.pauses_ms):8.0f} "
             f"{pct(result.pauses_ms, 0.95):8.0f} {per_key} {wasted} {counts}"
         )
+        if result.next_edits:
+            ne = s["nextEdit"]
+            print(f"{'':8} next edits asked {result.next_edits}, answered in p50 "
+                  f"{ne['p50Ms']} / p95 {ne['p95Ms']} ms, predicted {ne['predicted']}")  # fmt: skip
     print(f"\nprefix-first (PSM) prompt tokens per keystroke, llama.cpp prefix reuse: {naive:.1f}")
     for name in ("vscode", "neovim"):
         if name not in results:
