@@ -549,7 +549,8 @@ def main() -> None:
         if result.next_edits:
             ne = s["nextEdit"]
             print(f"{'':8} next edits asked {result.next_edits}, answered in p50 "
-                  f"{ne['p50Ms']:.2f} / p95 {ne['p95Ms']:.2f} ms, predicted {ne['predicted']}")  # fmt: skip
+                  f"{ne['p50Ms']:.2f} / p95 {ne['p95Ms']:.2f} ms, "
+                  f"predicted {ne['predicted']}")  # fmt: skip
     print(f"\nprefix-first (PSM) prompt tokens per keystroke, llama.cpp prefix reuse: {naive:.1f}")
     for name in ("vscode", "neovim"):
         if name not in results:
