@@ -17,8 +17,9 @@ Clients:
   floor      only the prompts at the pauses, run one after another through llama-cpp-python in
              this process (the same code path as the server's model lane), nothing else.
   vscode+next, neovim+next
-             the same, asking lspInfer/nextEdit after each edit as the plugins do (VS Code
-             300 ms after the last edit, Neovim 150 ms): the typing cost of next edits, side
+             the same, asking lspInfer/nextEdit after each edit (VS Code style 300 ms after
+             the last edit, as both plugins do; Neovim style 150 ms, twice as often as the
+             plugin, a harder case): the typing cost of next edits, side
              by side with the client without them.
 
     python bench/keystrokes.py            # all four, default workload
@@ -64,8 +65,9 @@ from lsp_infer.threads import set_thread_waiting
 set_thread_waiting()
 
 STDLIB = Path(json.__file__).parent.parent
-# The plugins' pause after an edit before asking lspInfer/nextEdit (editors/vscode/src/
-# nextEdit.ts NEXT_EDIT_PAUSE_MS; editors/nvim next_edit.debounce_ms).
+# The pause after an edit before asking lspInfer/nextEdit: the plugins' 300 ms (editors/vscode/
+# src/nextEdit.ts NEXT_EDIT_PAUSE_MS, the Neovim plugin's next_edit.debounce_ms); the
+# Neovim-style client asks after 150 ms, more often than its plugin, a harder case.
 NEXT_EDIT_PAUSE_MS = {"vscode": 300, "neovim": 150}
 # (module, function): the body of each function is typed, the rest of the file is there.
 FUNCTIONS = [
