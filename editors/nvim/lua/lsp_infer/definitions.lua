@@ -360,12 +360,7 @@ function M.resolve(params, client_id, timeout_ms, done)
       return
     end
     finished = true
-    if timer then
-      timer:stop()
-      if not timer:is_closing() then
-        timer:close()
-      end
-    end
+    util.close_timer(timer)
     for _, request in pairs(outstanding) do
       pcall(util.cancel, request.client, request.id)
     end

@@ -85,11 +85,6 @@ local function rest_of(bufnr, item, row, col, encoding)
   return text:sub(#typed + 1)
 end
 
-local function display(text)
-  local spaces = string.rep(" ", vim.bo.tabstop > 0 and vim.bo.tabstop or 8)
-  return (text:gsub("\t", spaces))
-end
-
 local function hide(state)
   if api.nvim_buf_is_valid(state.bufnr) then
     api.nvim_buf_clear_namespace(state.bufnr, M.namespace, 0, -1)
@@ -100,17 +95,6 @@ local function clear(state)
   hide(state)
   state.items, state.anchor, state.tick, state.index = nil, nil, nil, 1
   lifecycle.gone(state.bufnr) -- a dismissal, unless it was just accepted
-end
-
-local function cancel_inflight(state)
-  local inflight = state.inflight
-  state.inflight = nil
-  if inflight then
-    local client = vim.lsp.get_client_by_id(inflight.client_id)
-    if client then
-      pcall(util.cancel, client, inflight.id)
-    end
-  end
 end
 
 local function stop_timer(state)
@@ -131,7 +115,7 @@ local function render(state, hint)
   end
   local lines = vim.split(text, "\n", { plain = true })
   local opts = { hl_mode = "combine", priority = 200 }
-  local first = display(lines[1])
+  local first = util.display(lines[1])
   if first ~= "" or hint then
     opts.virt_text = { { first, M.highlight } }
     if hint then
@@ -142,7 +126,7 @@ local function render(state, hint)
   if #lines > 1 then
     opts.virt_lines = {}
     for i = 2, #lines do
-      table.insert(opts.virt_lines, { { display(lines[i]), M.highlight } })
+      table.insert(opts.virt_lines, { { util.display(lines[i]), M.highlight } })
     end
   end
   local row, col = state.anchor[1], state.anchor[2]
@@ -186,7 +170,7 @@ local function request(state, kind, on_shown)
   if not client then
     return
   end
-  cancel_inflight(state)
+  util.cancel_inflight(state)
   local encoding = client.offset_encoding or "utf-16"
   local params = vim.lsp.util.make_position_params(0, encoding)
   params.context = { triggerKind = kind or AUTOMATIC }
@@ -283,7 +267,7 @@ end
 
 local function on_keystroke(state)
   follow(state)
-  cancel_inflight(state)
+  util.cancel_inflight(state)
   schedule_request(state)
 end
 
@@ -319,7 +303,7 @@ function M.attach(bufnr, client_id)
     buffer = bufnr,
     callback = function()
       stop_timer(state)
-      cancel_inflight(state)
+      util.cancel_inflight(state)
       clear(state)
     end,
   })
@@ -340,15 +324,9 @@ function M.detach(bufnr)
     return
   end
   M.states[bufnr] = nil
-  cancel_inflight(state)
+  util.cancel_inflight(state)
   clear(state)
-  if state.timer then
-    state.timer:stop()
-    if not state.timer:is_closing() then
-      state.timer:close()
-    end
-    state.timer = nil
-  end
+  state.timer = util.close_timer(state.timer)
   pcall(api.nvim_del_augroup_by_id, state.augroup)
 end
 
@@ -399,7 +377,7 @@ function M.accept(part)
       return
     end
     stop_timer(state)
-    cancel_inflight(state)
+    util.cancel_inflight(state)
     util.insert_at_cursor(piece)
     local remaining = text:sub(#piece + 1)
     if candidate.id and remaining == "" and candidate.command then
@@ -432,7 +410,7 @@ function M.dismiss()
   end
   local shown = state.items ~= nil
   stop_timer(state)
-  cancel_inflight(state)
+  util.cancel_inflight(state)
   clear(state)
   return shown
 end

@@ -133,11 +133,6 @@ local function to_buffer(bufnr, position, encoding)
   return position.line, util.byte_col(line, position.character, encoding)
 end
 
-local function display(text)
-  local spaces = string.rep(" ", vim.bo.tabstop > 0 and vim.bo.tabstop or 8)
-  return (text:gsub("\t", spaces))
-end
-
 --- Where the suggestion's first edit starts: (row, byte column).
 local function first_place(state, shown)
   return to_buffer(state.bufnr, shown.edits[1].range.start, shown.encoding)
@@ -174,12 +169,12 @@ local function render(state, shown)
     if edit.text ~= "" then
       -- After the removed text: "wdth" struck through, then "width".
       local lines = vim.split(edit.text, "\n", { plain = true })
-      local opts = { virt_text = { { display(lines[1]), M.highlights.insert } },
+      local opts = { virt_text = { { util.display(lines[1]), M.highlights.insert } },
         virt_text_pos = "inline" }
       if #lines > 1 then
         opts.virt_lines = {}
         for i = 2, #lines do
-          table.insert(opts.virt_lines, { { display(lines[i]), M.highlights.insert } })
+          table.insert(opts.virt_lines, { { util.display(lines[i]), M.highlights.insert } })
         end
       end
       mark(end_row, end_col, opts)
@@ -198,14 +193,7 @@ end
 
 local function cancel_inflight(state)
   state.seq = state.seq + 1 -- an answer already on its way is dropped too
-  local inflight = state.inflight
-  state.inflight = nil
-  if inflight then
-    local client = vim.lsp.get_client_by_id(inflight.client_id)
-    if client then
-      pcall(util.cancel, client, inflight.id)
-    end
-  end
+  util.cancel_inflight(state)
 end
 
 local function stop_timer(state)
@@ -493,13 +481,7 @@ function M.detach(bufnr)
   M.states[bufnr] = nil
   cancel_inflight(state)
   clear(state, M.DID_REJECT)
-  if state.timer then
-    state.timer:stop()
-    if not state.timer:is_closing() then
-      state.timer:close()
-    end
-    state.timer = nil
-  end
+  state.timer = util.close_timer(state.timer)
   pcall(api.nvim_del_augroup_by_id, state.augroup)
   if api.nvim_buf_is_valid(bufnr) then
     for _, lhs in ipairs(state.keys) do

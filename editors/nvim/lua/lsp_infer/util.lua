@@ -34,6 +34,40 @@ function M.cancel(client, id)
   return client.cancel_request(id)
 end
 
+--- Cancel the request a module keeps in `state.inflight` ({client_id, id}), if any, and
+--- forget it.
+function M.cancel_inflight(state)
+  local inflight = state.inflight
+  state.inflight = nil
+  if inflight then
+    local client = vim.lsp.get_client_by_id(inflight.client_id)
+    if client then
+      pcall(M.cancel, client, inflight.id)
+    end
+  end
+end
+
+--- Stop and close a libuv timer (nil: nothing to do); returns nil, for `t = close_timer(t)`.
+---@param timer? uv.uv_timer_t
+---@return nil
+function M.close_timer(timer)
+  if timer then
+    timer:stop()
+    if not timer:is_closing() then
+      timer:close()
+    end
+  end
+  return nil
+end
+
+--- Text as virtual text can show it: tabs as the buffer's tabstop of spaces.
+---@param text string
+---@return string
+function M.display(text)
+  local spaces = string.rep(" ", vim.bo.tabstop > 0 and vim.bo.tabstop or 8)
+  return (text:gsub("\t", spaces))
+end
+
 --- The lsp-infer clients (optionally: attached to `bufnr`).
 ---@param bufnr? integer
 ---@return vim.lsp.Client[]

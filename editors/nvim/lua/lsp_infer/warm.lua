@@ -167,12 +167,8 @@ function M.detach(bufnr)
     stop()
   end
   pcall(api.nvim_del_augroup_by_id, state.augroup)
-  if next(M.states) == nil and timer then
-    timer:stop()
-    if not timer:is_closing() then
-      timer:close()
-    end
-    timer = nil
+  if next(M.states) == nil then
+    timer = util.close_timer(timer)
   end
 end
 
