@@ -32,6 +32,7 @@ settled on the first one, and measured once.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import difflib
 import gzip
 import json
@@ -51,9 +52,19 @@ from rope.refactor.rename import Rename
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lsp_infer.documents import Splice  # noqa: E402
+from lsp_infer.config import CompletionSettings, ModelSettings  # noqa: E402
+from lsp_infer.core.backend import Decoded, JobOptions  # noqa: E402
+from lsp_infer.core.cancel import CancelReason, CancelToken  # noqa: E402
+from lsp_infer.core.engine import CompletionEngine  # noqa: E402
+from lsp_infer.documents import Snapshot, Splice  # noqa: E402
+from lsp_infer.local.lane import ModelLane  # noqa: E402
+from lsp_infer.local.line_model import LocalLineModel  # noqa: E402
+from lsp_infer.local.llama_cpp import LlamaCppBackend  # noqa: E402
+from lsp_infer.next_edit.analogy import line_confidence  # noqa: E402
 from lsp_infer.next_edit.history import EditHistory  # noqa: E402
 from lsp_infer.next_edit.predict import predict, smallest_edit  # noqa: E402
+from lsp_infer.next_edit.service import ModelAsk, NextEdits  # noqa: E402
+from lsp_infer.stats import percentile  # noqa: E402
 
 # Standard-library modules of varied style (classes, closures, comprehensions, globals).
 MODULES = [
@@ -256,35 +267,179 @@ def _word_change(old: str, new: str) -> tuple[str, str, bool] | None:
     return words[0], words[1], all(w.isidentifier() for w in words)
 
 
-def run_history(show_wrong: int, suite: Path = HISTORY_SUITE) -> None:
+class _Recording:
+    """The local backend as the next-edit service asks it, keeping each answer's confidence
+    (for the curve of thresholds)."""
+
+    def __init__(self, backend: LlamaCppBackend) -> None:
+        self.backend = backend
+        self.model = LocalLineModel(backend)
+        self.last: float | None = None
+
+    async def continue_line(self, prompt: str, seconds: float, cancel: CancelToken) -> Decoded:
+        decoded = await self.model.continue_line(prompt, seconds, cancel)
+        ending = "\n" if decoded.stop_reason == "end" else ""
+        self.last = line_confidence(decoded.text + ending, decoded.probs)
+        return decoded
+
+
+def load_model(model: str) -> tuple[ModelLane, LlamaCppBackend]:
+    """An embedded model's name or a GGUF path, loaded as the server loads it."""
+    lane, backend = ModelLane(), None
+    backend = LlamaCppBackend(lane)
+    settings = ModelSettings(path=model) if model.endswith(".gguf") else ModelSettings(name=model)
+    lane.run_blocking(backend.load_blocking, settings, None)
+    if backend.state != "ready" or backend.loaded is None:
+        raise SystemExit(f"the model did not load: {backend.error}")
+    return lane, backend
+
+
+def run_history(
+    show_wrong: int, suite: Path = HISTORY_SUITE, model: str | None = None,
+    min_probability: float | None = None, keystroke_cost: int = 0,
+) -> None:  # fmt: skip
+    """The suite through the server's next-edit service (next_edit/service.py): its rules,
+    and with ``model`` its like changes from that model (at its profile's threshold, or
+    ``min_probability``), with the precision and recall each threshold would give."""
     with gzip.open(suite, "rt", encoding="utf-8") as lines:
         cases = [json.loads(line) for line in lines]
+    lane = recording = None
+    threshold = 0.0
+    if model is not None:
+        lane, backend = load_model(model)
+        assert backend.loaded is not None
+        recording = _Recording(backend)
+        profile_threshold = backend.loaded.profile.next_edit_min_probability
+        threshold = min_probability if min_probability is not None else profile_threshold or 0.0
+        print(f"model {backend.loaded.resolved.path} ({backend.loaded.profile.name}), "
+              f"shown at a line confidence of {threshold}")  # fmt: skip
     results: dict[str, list[tuple[bool, bool, float]]] = {}
+    by_source: dict[str, list[bool]] = {}
+    curve: list[tuple[float, bool]] = []  # the model's answers: confidence, right
+    asked_cases: list[dict[str, str]] = []
     wrong = []
     for case in cases:
         before, after = case["before"], case["after"]
-        splice = first_splice(before, after)
-        history = EditHistory()
-        history.record(before, splice)
-        edited = before[: splice.start] + splice.new + before[splice.end :]
+        service, uri, _, edited = replayed(case)
+        snapshot = Snapshot(uri, 1, edited, "python")
         started = time.perf_counter()
-        prediction = predict(edited, history.edits, python=True)
+        # Every answer of the model is kept (threshold 0) and the gate applied here, so that
+        # one run gives the whole curve.
+        ask = None if recording is None else ModelAsk(recording, 0.0)
+        if recording is not None:
+            recording.last = None
+        asked_before = service.stats()["model"]["asked"]
+        issued = asyncio.run(service.predict(snapshot, ask))
+        if service.stats()["model"]["asked"] > asked_before:
+            asked_cases.append(case)
         seconds = time.perf_counter() - started
-        shown = prediction is not None
+        prediction = issued[1] if issued is not None else None
         right = False
         if prediction is not None:
             predicted = edited
             for edit in reversed(prediction.edits):
                 predicted = predicted[: edit.start] + edit.new + predicted[edit.end :]
             right = agrees(edited, predicted, after)
+            if prediction.kind == "analogy":
+                assert recording is not None and recording.last is not None
+                curve.append((recording.last, right))
+                if recording.last < threshold:
+                    prediction, right = None, False
+        if prediction is not None:
+            by_source.setdefault(prediction.kind, []).append(right)
             if not right:
-                wrong.append(f"{case['repo']}@{case['commit'][:10]} {case['path']}")
-        results.setdefault(kind_of(before, after), []).append((shown, right, seconds))
+                wrong.append(f"{case['repo']}@{case['commit'][:10]} {case['path']} "
+                             f"({prediction.kind}: {prediction.label})")  # fmt: skip
+        results.setdefault(kind_of(before, after), []).append((prediction is not None, right,
+                                                               seconds))  # fmt: skip
+    if keystroke_cost and recording is not None:
+        asyncio.run(_keystroke_cost(recording.backend, asked_cases[:keystroke_cost]))
+    if lane is not None:
+        lane.shutdown()
     repos = sorted({c["repo"] for c in cases})
     print(f"{len(cases)} commits of {', '.join(repos)} ({suite.name})")
     _table(results)
+    print("shown, by what made it: " + ", ".join(
+        f"{kind} {sum(rights)} right of {len(rights)}" for kind, rights in sorted(by_source.items())
+    ))  # fmt: skip
+    if curve:
+        rules = sum(sum(r) for kind, r in by_source.items() if kind != "analogy")
+        rules_shown = sum(len(r) for kind, r in by_source.items() if kind != "analogy")
+        print("the model's like changes at each threshold (with the rules' predictions):")
+        for gate in (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9):
+            kept = [right for sureness, right in curve if sureness >= gate]
+            shown, right_ones = rules_shown + len(kept), rules + sum(kept)
+            print(f"  >= {gate:.1f}: model {sum(kept)} right of {len(kept)}; all "
+                  f"{right_ones} of {shown} ({100 * right_ones / max(1, shown):.1f} %), "
+                  f"recall {100 * right_ones / len(cases):.1f} %")  # fmt: skip
     for line in wrong[:show_wrong]:
         print(f"  wrong: {line}")
+
+
+def replayed(case: dict[str, str]) -> tuple[NextEdits, str, Splice, str]:
+    """A next-edit service that saw the case's first hunk made (as one splice): it, the
+    document's uri, the splice and the text after it."""
+    before, after = case["before"], case["after"]
+    splice = first_splice(before, after)
+    service, uri = NextEdits(), f"file:///suite/{case['path']}"
+    service.changed(uri, before, [splice])
+    return service, uri, splice, before[: splice.start] + splice.new + before[splice.end :]
+
+
+def _pct(values: list[float], fraction: float) -> float:
+    return percentile(values, fraction) or 0.0
+
+
+async def _keystroke_cost(backend: LlamaCppBackend, cases: list[dict[str, str]]) -> None:
+    """What a like change asked of the model costs the keystroke that stops it: the same
+    completion (a key typed at the end of the edited line) from the same warm cache, once
+    right after it, once right after a next-edit ask stopped 0.2 s in, as the server stops
+    it on didChange. Reports both arms' time (p50/p95) and how long the stop took."""
+    assert backend.loaded is not None
+    settings = backend.loaded.profile.completion(CompletionSettings(), frozenset())
+    engine, model = CompletionEngine(backend), LocalLineModel(backend)
+    plain_ms: list[float] = []
+    after_ms: list[float] = []
+    stop_ms: list[float] = []
+    reused: list[tuple[int, int]] = []
+    for case in cases:
+        service, uri, splice, edited = replayed(case)
+        line_end = edited.find("\n", splice.start + len(splice.new))
+        line_end = len(edited) if line_end < 0 else line_end
+        typed = edited[:line_end] + " " + edited[line_end:]
+        options = JobOptions(document=uri)
+        times = []
+        for ask_first in (False, True):
+            await engine.complete(edited, line_end, settings, CancelToken(), options=options)
+            if ask_first:
+                asking = asyncio.ensure_future(
+                    service.predict(Snapshot(uri, 1, edited, "python"), ModelAsk(model, 0.0))
+                )
+                await asyncio.sleep(0.2)
+                stopped = time.perf_counter()
+                service.stop(uri, CancelReason.DOCUMENT_CHANGED)
+                await asking
+                stop_ms.append((time.perf_counter() - stopped) * 1000)
+            started = time.perf_counter()
+            suggestion = await engine.complete(
+                typed, line_end + 1, settings, CancelToken(), options=options
+            )
+            times.append((time.perf_counter() - started) * 1000)
+            generation = suggestion.generation
+            reused.append((generation.prompt_tokens_reused, generation.prompt_tokens)
+                          if generation else (0, 0))  # fmt: skip
+        plain_ms.append(times[0])
+        after_ms.append(times[1])
+    print(f"a keystroke's completion, {len(cases)} edits (the cases the model is asked about):")
+    for name, values in (("right after the edit", plain_ms), ("after a stopped ask", after_ms)):
+        print(f"  {name:<22} p50 {_pct(values, 0.5):7.0f} ms  "
+              f"p95 {_pct(values, 0.95):7.0f} ms")  # fmt: skip
+    print(f"  ratio p50 {_pct(after_ms, 0.5) / _pct(plain_ms, 0.5):.2f}x, "
+          f"p95 {_pct(after_ms, 0.95) / _pct(plain_ms, 0.95):.2f}x; the ask "
+          f"stopped in p50 {_pct(stop_ms, 0.5):.0f} / p95 "
+          f"{_pct(stop_ms, 0.95):.0f} ms; prompt tokens reused "
+          f"{sum(r for r, _ in reused[0::2])}/{sum(t for _, t in reused[0::2])} vs "
+          f"{sum(r for r, _ in reused[1::2])}/{sum(t for _, t in reused[1::2])}")  # fmt: skip
 
 
 def _table(results: dict[str, list[tuple[bool, bool, float]]]) -> None:
@@ -309,9 +464,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show-wrong", type=int, default=0, help="print this many wrong ones")
     parser.add_argument("--file", type=Path, default=HISTORY_SUITE, help="the history suite")
+    parser.add_argument("--model", help="history: also the like changes of this model (an "
+                        "embedded model's name or a GGUF path)")  # fmt: skip
+    parser.add_argument("--min-probability", type=float,
+                        help="history: the model's threshold (default: its profile's)")  # fmt: skip
+    parser.add_argument("--keystroke-cost", type=int, default=0, metavar="N",
+                        help="history with --model: a keystroke's completion after a stopped "
+                        "ask, beside one without, on N of the edits asked about")  # fmt: skip
     args = parser.parse_args()
     if args.suite == "history":
-        run_history(args.show_wrong, args.file)
+        run_history(args.show_wrong, args.file, args.model, args.min_probability,
+                    args.keystroke_cost)  # fmt: skip
         return
     rng = random.Random(args.seed)
     stdlib = Path(sysconfig.get_paths()["stdlib"])

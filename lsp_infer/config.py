@@ -151,6 +151,12 @@ class NextEditSettings:
     # Answer lspInfer/nextEdit from the document's recent edits (a rename carried to the
     # name's other uses); off: every answer is empty, and no edit is recorded.
     enabled: bool = True
+    # Where the edits make nothing certain, ask the local model for the same change on a line
+    # like the one just edited (next_edit/analogy.py); shown only when it is sure enough.
+    model: bool = True
+    # How sure: the least probability each token of the model's line must have. 0: the model
+    # profile's, measured per model (none for a model without measurements: then off).
+    min_probability: float = field(default=0.0, metadata={"min": 0.0, "max": 1.0})
 
 
 @dataclass(kw_only=True)

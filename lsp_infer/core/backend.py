@@ -72,6 +72,10 @@ class JobOptions:
     # The user asked for this suggestion (an invoked request; the scheduler gives it the
     # whole window and never hides it for low confidence).
     invoked: bool = False
+    # The text is the whole prompt, as it is (no FIM markers, no window, special tokens never
+    # parsed), and ``offset`` its end: a next edit's question (next_edit/analogy.py). The
+    # local backend only.
+    plain: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -40,6 +40,9 @@ class ModelProfile:
     cold_start_ms: int = 1500
     min_confidence: float = 0.1
     cold_start_confidence: float = 0.3
+    # nextEdit.minProbability: how sure the model must be of a like change (next_edit/
+    # analogy.py); None: not measured, the model is not asked unless the user sets one.
+    next_edit_min_probability: float | None = None
     # False: a model this server has no measurements for (doctor warns).
     measured: bool = True
 
@@ -68,6 +71,7 @@ QWEN_CODER_SMALL = ModelProfile(
     name="qwen2.5-coder-0.5b",
     basis="measured on Qwen2.5-Coder-0.5B (BENCHMARKS.md, 'Per model')",
     fim_order="spmv",
+    next_edit_min_probability=0.7,
 )
 # The 1.5B (bench/HISTORY.md, "Model profiles", 20 + 20 holes of seed 1 and of seed 2):
 # - spmv: against PSM through the same engine 25.0 / 40.0 vs 15.0 / 45.0 % (header / local);
@@ -86,6 +90,7 @@ QWEN_CODER_LARGER = ModelProfile(
     fim_order="spmv",
     context_tokens=1024,
     min_confidence=0.15,
+    next_edit_min_probability=0.7,
 )
 # Anything else: the template's own order (the model card's), the middle of the road.
 GENERIC = ModelProfile(

@@ -270,6 +270,9 @@ class LlamaCppBackend:
         prompts = self.prompts
         if self.state != "ready" or prompts is None:
             raise BackendUnavailable(self.error or f"the model is {self.state}")
+        if job.plain and self.vocabulary is not None:  # the text is the prompt, as it is
+            tokens = self.vocabulary.tokenize_text(job.text)
+            return self._generate(BuiltPrompt(tokens, b"", "", 0, len(tokens)), job, cancel)
         built = prompts.build(job, job.budget_tokens)
         if job.cold_seconds is not None and self.prompt_speed:
             affordable = int(self.prompt_speed * job.cold_seconds)

@@ -16,6 +16,7 @@ from lsp_infer.editor import Editor, Progress
 from lsp_infer.local.completions import Answer, Completions, Tuning
 from lsp_infer.local.extra_context import ExtraContext
 from lsp_infer.local.lane import ModelLane
+from lsp_infer.local.line_model import LocalLineModel
 from lsp_infer.local.llama_cpp import LlamaCppBackend
 from lsp_infer.session import Session
 
@@ -28,6 +29,7 @@ class LocalTier:
         self._editor = editor
         self.lane = ModelLane()
         self.backend = LlamaCppBackend(self.lane)
+        self.line_model = LocalLineModel(self.backend)  # next edits' like changes
         self.extra_context = ExtraContext(session, editor)
         self.completions = Completions(
             CompletionEngine(self.backend), self.lane, self.extra_context, self._offer_again

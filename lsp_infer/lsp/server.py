@@ -21,6 +21,7 @@ from pygls.lsp.server import LanguageServer
 
 from lsp_infer import __version__
 from lsp_infer.config import load_settings
+from lsp_infer.core.cancel import CancelReason
 from lsp_infer.documents import DocumentNotOpen, Snapshot, Splice
 from lsp_infer.feedback import Feedback
 from lsp_infer.local.completions import Answer
@@ -54,7 +55,7 @@ from lsp_infer.lsp.convert import (
 )
 from lsp_infer.lsp.lsp_editor import LspEditor
 from lsp_infer.lsp.protocol import LspInferProtocol
-from lsp_infer.next_edit.service import NextEdits
+from lsp_infer.next_edit.service import ModelAsk, NextEdits
 from lsp_infer.positions import PositionError, position_at
 from lsp_infer.session import Session
 from lsp_infer.team.team_tier import TeamTier
@@ -140,6 +141,7 @@ class LspInferServer(LanguageServer):
         # team completion in flight for it (its result would be for an old version).
         self.local.changed(uri, text, line)
         self.team.document_changed(uri)
+        self.next_edits.stop(uri, CancelReason.DOCUMENT_CHANGED)
 
     def document_edited(self, uri: str, before: str, splices: list[Splice]) -> None:
         # The edit history next edits are predicted from: never an excluded file's.
@@ -152,6 +154,15 @@ class LspInferServer(LanguageServer):
         self.local.closed(uri)
         self.feedback.forget(uri)
         self.next_edits.forget(uri)
+
+    def next_edit_model(self) -> ModelAsk | None:
+        """How to ask the local model for a like change, or None: off, no model loaded, or a
+        model without a measured threshold (and none set)."""
+        settings, loaded = self.settings.next_edit, self.local.backend.loaded
+        if not settings.model or loaded is None or self.local.backend.state != "ready":
+            return None
+        threshold = settings.min_probability or loaded.profile.next_edit_min_probability
+        return None if threshold is None else ModelAsk(self.local.line_model, threshold)
 
     # -- completion -----------------------------------------------------------------
 
@@ -169,6 +180,8 @@ class LspInferServer(LanguageServer):
         where = position(*position_at(snapshot.text, offset, encoding, starts=snapshot.starts))
         if not self._completes(uri):
             return [], where
+        # The keystroke path wins the model: a next edit it is working on stops.
+        self.next_edits.stop(None, CancelReason.SUPERSEDED)
         answer = await self._answer(snapshot, offset, explicit)
         if answer.hidden:
             self.feedback.hidden(answer.confidence)
@@ -428,8 +441,8 @@ def _register_team(server: LspInferServer) -> None:
 
 def _register_next_edits(server: LspInferServer) -> None:
     @server.feature(NEXT_EDIT_METHOD)
-    def next_edit(ls: LspInferServer, params: Any) -> dict[str, Any]:
-        return answer_next_edit(ls, params)
+    async def next_edit(ls: LspInferServer, params: Any) -> dict[str, Any]:
+        return await answer_next_edit(ls, params)
 
     @server.feature(DID_SHOW_NEXT_EDIT)
     def did_show(ls: LspInferServer, params: Any) -> None:
@@ -444,10 +457,11 @@ def _register_next_edits(server: LspInferServer) -> None:
         next_edit_outcome(ls, "rejected", params)
 
 
-def answer_next_edit(ls: LspInferServer, params: Any) -> dict[str, Any]:
-    """``lspInfer/nextEdit``: the edit the recent edits make near certain, in the document at
-    the version asked; none for another version (the user typed on), an excluded file, or
-    with ``nextEdit.enabled`` off."""
+async def answer_next_edit(ls: LspInferServer, params: Any) -> dict[str, Any]:
+    """``lspInfer/nextEdit``: the edit the recent edits make near certain, or the like change
+    the local model is sure of, in the document at the version asked; none for another
+    version (the user typed on, before or while the model worked), an excluded file, or with
+    ``nextEdit.enabled`` off."""
     target = next_edit_target(params)
     if target is None:
         raise JsonRpcInvalidParams(
@@ -463,7 +477,9 @@ def answer_next_edit(ls: LspInferServer, params: Any) -> dict[str, Any]:
     issued = None
     if (snapshot.version == version and ls.settings.next_edit.enabled
             and not ls.session.policy().excluded(uri)):  # fmt: skip
-        issued = ls.next_edits.predict(snapshot)
+        issued = await ls.next_edits.predict(snapshot, ls.next_edit_model())
+        if not ls.session.is_current(uri, version):
+            issued = None  # typed on while the model worked: its edit is for an old text
     return next_edit_result(snapshot.text, snapshot.starts, version, issued, encoding)
 
 

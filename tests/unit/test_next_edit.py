@@ -3,6 +3,8 @@ prediction, and the service's counters."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from lsp_infer.documents import Snapshot, Splice, TextChange, splice_of
@@ -267,21 +269,21 @@ def test_the_service_issues_ids_and_counts_each_outcome_once() -> None:
     uri = "file:///a.py"
     service.changed(uri, TWO_FUNCTIONS, [Splice(9, 13, "width")])
     text = TWO_FUNCTIONS.replace("wdth", "width", 1)
-    issued = service.predict(Snapshot(uri, 2, text, "python"))
+    issued = asyncio.run(service.predict(Snapshot(uri, 2, text, "python")))
     assert issued is not None
     item_id, prediction = issued
     assert prediction.kind == "rename" and len(prediction.edits) == 1
     assert service.outcome(item_id, "shown") and service.outcome(item_id, "shown")
     assert service.outcome(item_id, "accepted")
     assert not service.outcome("ne-unknown", "accepted")
-    assert service.predict(Snapshot("file:///b.py", 1, "x = 1\n", "python")) is None
+    assert asyncio.run(service.predict(Snapshot("file:///b.py", 1, "x = 1\n", "python"))) is None
     stats = service.stats()
     assert stats["requests"] == 2 and stats["predicted"] == 1
     assert stats["shown"] == 1 and stats["accepted"] == 1 and stats["rejected"] == 0
     assert stats["byKind"] == {"rename": {"predicted": 1, "shown": 1, "accepted": 1,
                                           "rejected": 0}}  # fmt: skip
     service.forget(uri)
-    assert service.predict(Snapshot(uri, 2, text, "python")) is None
+    assert asyncio.run(service.predict(Snapshot(uri, 2, text, "python"))) is None
 
 
 # -- the repeated edit ---------------------------------------------------------------
