@@ -552,7 +552,8 @@ def main() -> None:
             ne = s["nextEdit"]
             print(f"{'':8} next edits asked {result.next_edits}, answered in p50 "
                   f"{ne['p50Ms']:.2f} / p95 {ne['p95Ms']:.2f} ms, "
-                  f"predicted {ne['predicted']}")  # fmt: skip
+                  f"predicted {ne['predicted']}, the model asked {ne['model']['asked']} "
+                  f"(stopped {ne['model']['stopped']})")  # fmt: skip
     print(f"\nprefix-first (PSM) prompt tokens per keystroke, llama.cpp prefix reuse: {naive:.1f}")
     for name in ("vscode", "neovim"):
         if name not in results:

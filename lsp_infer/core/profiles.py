@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
-from lsp_infer.config import CompletionSettings, ModelSettings
+from lsp_infer.config import CompletionSettings, ModelSettings, NextEditSettings
 from lsp_infer.core.prompts import Order
 
 # The completion settings a profile fills in when the user left them alone.
@@ -57,6 +57,13 @@ class ModelProfile:
         }
         return dataclasses.replace(settings, **chosen)
 
+    def next_edit_threshold(self, settings: NextEditSettings) -> float | None:
+        """How sure the model must be of a like change: the user's nextEdit.minProbability,
+        else this profile's; None: the model is not asked (off, or nothing measured)."""
+        if not settings.model:
+            return None
+        return settings.min_probability or self.next_edit_min_probability
+
     def order(self, settings: ModelSettings) -> str:
         """model.fimOrder as the backend should read it: the profile's order for "auto"."""
         if settings.fim_order == "auto" and self.fim_order is not None:
@@ -71,6 +78,10 @@ QWEN_CODER_SMALL = ModelProfile(
     name="qwen2.5-coder-0.5b",
     basis="measured on Qwen2.5-Coder-0.5B (BENCHMARKS.md, 'Per model')",
     fim_order="spmv",
+    # Next edits' like changes: the history suite's curve (`python bench/next_edit.py --suite
+    # history --model qwen2.5-coder-0.5b`): 17 right of 34 answers at 0, 17 of 23 at 0.7, 14
+    # of 18 at 0.8; held out (rich, fastapi), 5 of 6 at 0.7 (bench/HISTORY.md, "Next edits by
+    # analogy").
     next_edit_min_probability=0.7,
 )
 # The 1.5B (bench/HISTORY.md, "Model profiles", 20 + 20 holes of seed 1 and of seed 2):
@@ -90,6 +101,8 @@ QWEN_CODER_LARGER = ModelProfile(
     fim_order="spmv",
     context_tokens=1024,
     min_confidence=0.15,
+    # Like changes: 20 right of 38 answers at 0, 16 of 21 at 0.7, 12 of 16 at 0.8 on the
+    # history suite; held out, 5 of 7 at 0.7 (`--model qwen2.5-coder-1.5b`).
     next_edit_min_probability=0.7,
 )
 # Anything else: the template's own order (the model card's), the middle of the road.

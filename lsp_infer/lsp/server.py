@@ -158,10 +158,10 @@ class LspInferServer(LanguageServer):
     def next_edit_model(self) -> ModelAsk | None:
         """How to ask the local model for a like change, or None: off, no model loaded, or a
         model without a measured threshold (and none set)."""
-        settings, loaded = self.settings.next_edit, self.local.backend.loaded
-        if not settings.model or loaded is None or self.local.backend.state != "ready":
+        loaded = self.local.backend.loaded
+        if loaded is None or self.local.backend.state != "ready":
             return None
-        threshold = settings.min_probability or loaded.profile.next_edit_min_probability
+        threshold = loaded.profile.next_edit_threshold(self.settings.next_edit)
         return None if threshold is None else ModelAsk(self.local.line_model, threshold)
 
     # -- completion -----------------------------------------------------------------

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from lsp_infer import models
-from lsp_infer.config import MODEL_NAMES, CompletionSettings, ModelSettings, load_settings
+from lsp_infer.config import (
+    MODEL_NAMES,
+    CompletionSettings,
+    ModelSettings,
+    NextEditSettings,
+    load_settings,
+)
 from lsp_infer.core import profiles
 from lsp_infer.core.profiles import GENERIC, QWEN_CODER_LARGER, QWEN_CODER_SMALL, profile_for
 from lsp_infer.local import model_choice
@@ -52,6 +58,16 @@ def test_a_profile_is_chosen_from_the_metadata(
 def test_only_the_generic_profile_is_unmeasured_and_it_keeps_the_templates_order() -> None:
     assert [p.name for p in profiles.PROFILES.values() if not p.measured] == ["generic"]
     assert GENERIC.order(ModelSettings()) == "auto"  # choose_order: the template's own
+
+
+def test_next_edits_ask_the_model_at_the_measured_threshold_or_the_users() -> None:
+    measured = NextEditSettings()
+    assert QWEN_CODER_SMALL.next_edit_threshold(measured) == 0.7
+    assert QWEN_CODER_LARGER.next_edit_threshold(measured) == 0.7
+    assert GENERIC.next_edit_threshold(measured) is None  # nothing measured: not asked
+    assert GENERIC.next_edit_threshold(NextEditSettings(min_probability=0.9)) == 0.9
+    assert QWEN_CODER_SMALL.next_edit_threshold(NextEditSettings(min_probability=0.5)) == 0.5
+    assert QWEN_CODER_SMALL.next_edit_threshold(NextEditSettings(model=False)) is None
 
 
 def test_a_profile_fills_in_only_what_the_user_left_alone() -> None:
