@@ -3,7 +3,9 @@
 lines of the same model.
 
 Each case of the history suite where the rules predict nothing and analogy_for picks a line
-like the edited one (the server's own choice) is asked both ways, greedily, through
+like the edited one (the server's own choice of line; the server also leaves out a Python
+name changed to another, which is the rename rule's: this comparison of prompts keeps those
+46 cases as they were measured) is asked both ways, greedily, through
 llama-cpp-python's own completion (the chat prompt needs its special tokens, which the
 server's tokenizer never parses from text). Right: agrees() with the commit, as in
 bench/next_edit.py. Reported per prompt: answered (a changed line that parses), right, and

@@ -79,8 +79,8 @@ QWEN_CODER_SMALL = ModelProfile(
     basis="measured on Qwen2.5-Coder-0.5B (BENCHMARKS.md, 'Per model')",
     fim_order="spmv",
     # Next edits' like changes: the history suite's curve (`python bench/next_edit.py --suite
-    # history --model qwen2.5-coder-0.5b`): 17 right of 34 answers at 0, 17 of 23 at 0.7, 14
-    # of 18 at 0.8; held out (rich, fastapi), 5 of 6 at 0.7 (bench/HISTORY.md, "Next edits by
+    # history --model qwen2.5-coder-0.5b`): 15 right of 29 answers at 0, 15 of 21 at 0.7, 12
+    # of 16 at 0.8; held out (rich, fastapi), 3 of 4 at 0.7 (bench/HISTORY.md, "Next edits by
     # analogy").
     next_edit_min_probability=0.7,
 )
@@ -101,8 +101,8 @@ QWEN_CODER_LARGER = ModelProfile(
     fim_order="spmv",
     context_tokens=1024,
     min_confidence=0.15,
-    # Like changes: 20 right of 38 answers at 0, 16 of 21 at 0.7, 12 of 16 at 0.8 on the
-    # history suite; held out, 5 of 7 at 0.7 (`--model qwen2.5-coder-1.5b`).
+    # Like changes: 17 right of 30 answers at 0, 14 of 18 at 0.7, 10 of 13 at 0.8 on the
+    # history suite; held out, 3 of 4 at 0.7 (`--model qwen2.5-coder-1.5b`).
     next_edit_min_probability=0.7,
 )
 # Anything else: the template's own order (the model card's), the middle of the road.

@@ -55,14 +55,17 @@ def predict(text: str, edits: list[Edit], python: bool) -> Prediction | None:
         return None
     if python and (rename := predict_rename(text, edits)) is not None:
         return rename
-    if python and _renamed_in_code(text, edits[-1]):
+    if python and renamed_in_code(text, edits[-1]):
         # A name in the code changed to another: the rename's rules said no (another variable
         # meant, most often), or it is an attribute's, which no scope tells about here.
         return None
     return predict_repeat(text, edits[-1])
 
 
-def _renamed_in_code(text: str, edit: Edit) -> bool:
+def renamed_in_code(text: str, edit: Edit) -> bool:
+    """Whether ``edit`` changed a name token of Python code (a variable's, an attribute's, a
+    keyword's; not a word in a string or a comment) into another: the rename rule's to judge,
+    and its refusal stands."""
     rename = rename_of(text, edit)
     return rename is not None and is_code_name(edit.undone(text), rename.start)
 

@@ -19,7 +19,7 @@ from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
 from lsp_infer.documents import Snapshot, Splice
 from lsp_infer.next_edit.analogy import analogy_for, analogy_prediction, analogy_prompt
 from lsp_infer.next_edit.history import Edit, EditHistories
-from lsp_infer.next_edit.predict import Prediction, is_python, predict
+from lsp_infer.next_edit.predict import Prediction, is_python, predict, renamed_in_code
 from lsp_infer.stats import percentile
 
 log = logging.getLogger(__name__)
@@ -98,8 +98,16 @@ class NextEdits:
         if history is not None:
             prediction = predict(snapshot.text, history.edits, python)
         self._latencies.append((time.perf_counter() - started) * 1000)
-        if prediction is None and ask is not None and history is not None and history.latest:
-            prediction = await self._ask_model(snapshot, history.latest, python, ask)
+        latest = history.latest if history is not None else None
+        # A name in code changed to another is the rename rule's: where it refused (another
+        # variable meant, most often), the model must not carry the change to a line like it.
+        if (
+            prediction is None
+            and ask is not None
+            and latest is not None
+            and not (python and renamed_in_code(snapshot.text, latest))
+        ):
+            prediction = await self._ask_model(snapshot, latest, python, ask)
         if prediction is None:
             return None
         item_id = f"ne-{next(self._ids)}"

@@ -148,6 +148,20 @@ def test_the_service_asks_the_model_only_where_the_rules_have_nothing() -> None:
     assert stats["model"]["asked"] == 1 and stats["byKind"]["analogy"]["predicted"] == 1
 
 
+def test_a_name_changed_to_another_is_never_asked_of_the_model() -> None:
+    """The rename rule refused it (another variable meant): the model must not carry the
+    change to the line like it, where it would be just as wrong."""
+    source = "def f(a, b):\n    print(a, 1)\n    print(a, 2)\n"
+    at = source.index("a, 1")
+    service, uri = NextEdits(), "file:///f.py"
+    service.changed(uri, source, [Splice(at, at + 1, "b")])
+    text = source[:at] + "b" + source[at + 1 :]
+    model = ScriptedModel("    print(b, 2)")
+    snapshot = Snapshot(uri, 2, text, "python")
+    assert asyncio.run(service.predict(snapshot, ModelAsk(model, 0.7))) is None
+    assert model.prompts == [] and service.stats()["model"]["asked"] == 0
+
+
 def test_a_keystroke_stops_the_model_and_the_answer_is_empty() -> None:
     service, uri = NextEdits(), "file:///hashes.py"
     at = HASHES.index("(x).hex") + 2
