@@ -287,6 +287,22 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
       'Suggest the next edit after you pause: the same rename at an identifier\'s other uses in its scope (Python), drawn where it goes (the old text struck through, the new as ghost text). Tab goes there, Tab again applies it, Esc dismisses it. Off: the server records no edits and suggests none.',
   },
   {
+    key: 'nextEdit.model',
+    type: 'boolean',
+    default: true,
+    description:
+      'Where your edit makes nothing certain, ask the local model for the same change on a line like the one you edited; shown only when the model is sure enough (nextEdit.minProbability).',
+  },
+  {
+    key: 'nextEdit.minProbability',
+    type: 'number',
+    default: 0,
+    minimum: 0,
+    maximum: 1,
+    description:
+      'How sure the model must be of a like change: the least probability each token of its line may have. 0: the model profile\'s, measured per model (a model without measurements is not asked unless you set one).',
+  },
+  {
     key: 'team.url',
     type: 'string',
     default: '',
