@@ -61,6 +61,8 @@ def analogy_for(text: str, latest: Edit) -> Analogy | None:
     key = old_line.strip()
     if key == new_line.strip() or not MIN_LINE_CHARS <= len(key) <= MAX_LINE_CHARS:
         return None
+    if len(new_line.strip()) > MAX_LINE_CHARS:
+        return None  # a long paste: the prompt would outgrow what a pause allows
     lines = text.split("\n")
     edited = text.count("\n", 0, new_start)
     best: tuple[tuple[float, float], int] | None = None

@@ -73,6 +73,8 @@ def test_the_likest_line_near_the_edit_is_asked_about() -> None:
         ("x = compute(a)\ny = compute(b)\n", Splice(14, 15, "")),
         # Too short to be alike by more than chance.
         ("f(a)\nf(b)\n", Splice(2, 3, "c")),
+        # A long paste into a line: too long a question for a pause.
+        ("x = compute(a)\ny = compute(b)\n", Splice(12, 13, "a" * 300)),
     ],
 )
 def test_nothing_is_asked(source: str, splice: Splice) -> None:
