@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lsp_infer.next_edit.history import Edit
-from lsp_infer.next_edit.predict import Prediction, smallest_edit
+from lsp_infer.next_edit.predict import Prediction, indent_of, line_span, smallest_edit
 from lsp_infer.next_edit.python_scopes import parses
 
 REACH_LINES = 40  # how far from the edit a line like it is looked for
@@ -40,12 +40,6 @@ class Analogy:
     target_line: str
 
 
-def _line_span(text: str, start: int, end: int) -> tuple[int, int]:
-    first = text.rfind("\n", 0, start) + 1
-    last = text.find("\n", end)
-    return first, len(text) if last < 0 else last
-
-
 def analogy_for(text: str, latest: Edit) -> Analogy | None:
     """The question to ask after ``latest`` (inside one line of ``text``, the document now),
     or None when there is no line like the edited one nearby, or the edit is new code typed
@@ -53,8 +47,8 @@ def analogy_for(text: str, latest: Edit) -> Analogy | None:
     if "\n" in latest.old or "\n" in latest.new:
         return None
     before = latest.undone(text)
-    old_start, old_end = _line_span(before, latest.start, latest.start + len(latest.old))
-    new_start, new_end = _line_span(text, latest.start, latest.end)
+    old_start, old_end = line_span(before, latest.start, latest.start + len(latest.old))
+    new_start, new_end = line_span(text, latest.start, latest.end)
     old_line, new_line = before[old_start:old_end], text[new_start:new_end]
     if not latest.old and latest.end == new_end:
         return None  # typed at the end of the line: new code, most likely
@@ -106,8 +100,7 @@ def analogy_prediction(
         return None  # cut short (never half a line), or unsure
     answer = answer[: answer.index("\n")].rstrip()
     target_line = analogy.target_line
-    indent = target_line[: len(target_line) - len(target_line.lstrip())]
-    replacement = indent + answer.strip()
+    replacement = indent_of(target_line) + answer.strip()
     if not answer.strip() or replacement == target_line.rstrip():
         return None
     lines = text.split("\n")

@@ -170,14 +170,14 @@ REPEAT_REACH_LINES = 80  # how far from the edit a line like it is looked for
 MIN_REPEAT_CHARS = 8  # a shorter line (`)`, `else:`) is too common to mean the same edit
 
 
-def _line_span(text: str, start: int, end: int) -> tuple[int, int]:
+def line_span(text: str, start: int, end: int) -> tuple[int, int]:
     """The whole lines ``[start, end)`` touches (without the last line's newline)."""
     first = text.rfind("\n", 0, start) + 1
     last = text.find("\n", end)
     return first, len(text) if last < 0 else last
 
 
-def _indent(line: str) -> str:
+def indent_of(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
@@ -188,8 +188,8 @@ def predict_repeat(text: str, latest: Edit) -> Prediction | None:
     if "\n" in latest.old or "\n" in latest.new:
         return None  # lines added or joined: new code, not a change to a line like others
     before = latest.undone(text)
-    old_start, old_end = _line_span(before, latest.start, latest.start + len(latest.old))
-    new_start, new_end = _line_span(text, latest.start, latest.end)
+    old_start, old_end = line_span(before, latest.start, latest.start + len(latest.old))
+    new_start, new_end = line_span(text, latest.start, latest.end)
     old_line, new_line = before[old_start:old_end], text[new_start:new_end]
     key = old_line.strip()
     if key == new_line.strip() or len(key) < MIN_REPEAT_CHARS:
@@ -204,7 +204,7 @@ def predict_repeat(text: str, latest: Edit) -> Prediction | None:
     later = [i for i in alike if i > edited]
     target = later[0] if later else alike[-1]
     # The edited line's change, at the same place of the target line (its own indentation).
-    indent, old_indent = _indent(lines[target]), _indent(old_line)
+    indent, old_indent = indent_of(lines[target]), indent_of(old_line)
     replacement = indent + new_line[len(old_indent) :] if new_line.startswith(old_indent) \
         else new_line  # fmt: skip
     start = sum(len(line) + 1 for line in lines[:target])
