@@ -24,6 +24,12 @@ recall by kind of commit: a rename (every hunk renames the same identifier), a r
     python bench/next_edit.py --suite renames --cases 600 --seed 0
     python bench/next_edit.py --suite history
     python bench/next_edit.py --suite history --file bench/data/next-edit-heldout.jsonl.gz
+    python bench/next_edit.py --suite history --model qwen2.5-coder-0.5b
+    LSP_INFER_TEAM_API_KEY=... python bench/next_edit.py --suite history --team-url URL
+
+``--model`` adds the like changes a local model is sure of (next_edit/analogy.py); ``--team-url``
+asks a team's OpenAI-compatible server for them instead (nextEdit.team), as the server does:
+over /v1/completions with log-probabilities (team/next_edit_model.py).
 
 The held-out file (Textualize/rich, fastapi/fastapi) was built after the prediction rules were
 settled on the first one, and measured once.
@@ -36,6 +42,7 @@ import asyncio
 import difflib
 import gzip
 import json
+import os
 import random
 import statistics
 import sys
@@ -52,7 +59,7 @@ from rope.refactor.rename import Rename
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lsp_infer.config import CompletionSettings, ModelSettings  # noqa: E402
+from lsp_infer.config import CompletionSettings, ModelSettings, TeamSettings  # noqa: E402
 from lsp_infer.core.backend import Decoded, JobOptions  # noqa: E402
 from lsp_infer.core.cancel import CancelReason, CancelToken  # noqa: E402
 from lsp_infer.core.engine import CompletionEngine  # noqa: E402
@@ -63,8 +70,10 @@ from lsp_infer.local.llama_cpp import LlamaCppBackend  # noqa: E402
 from lsp_infer.next_edit.analogy import line_confidence  # noqa: E402
 from lsp_infer.next_edit.history import EditHistory  # noqa: E402
 from lsp_infer.next_edit.predict import predict, smallest_edit  # noqa: E402
-from lsp_infer.next_edit.service import ModelAsk, NextEdits  # noqa: E402
+from lsp_infer.next_edit.service import LineModel, ModelAsk, NextEdits  # noqa: E402
 from lsp_infer.stats import percentile  # noqa: E402
+from lsp_infer.team.http_client import TeamClient  # noqa: E402
+from lsp_infer.team.next_edit_model import TEAM_MIN_PROBABILITY, TeamLineModel  # noqa: E402
 
 # Standard-library modules of varied style (classes, closures, comprehensions, globals).
 MODULES = [
@@ -268,12 +277,12 @@ def _word_change(old: str, new: str) -> tuple[str, str, bool] | None:
 
 
 class _Recording:
-    """The local backend as the next-edit service asks it, keeping each answer's confidence
-    (for the curve of thresholds)."""
+    """A model as the next-edit service asks it, keeping each answer's confidence (for the
+    curve of thresholds); ``backend``: the local one it runs on, if it is local."""
 
-    def __init__(self, backend: LlamaCppBackend) -> None:
+    def __init__(self, model: LineModel, backend: LlamaCppBackend | None = None) -> None:
         self.backend = backend
-        self.model = LocalLineModel(backend)
+        self.model = model
         self.last: float | None = None
 
     async def continue_line(self, prompt: str, seconds: float, cancel: CancelToken) -> Decoded:
@@ -281,6 +290,21 @@ class _Recording:
         ending = "\n" if decoded.stop_reason == "end" else ""
         self.last = line_confidence(decoded.text + ending, decoded.probs)
         return decoded
+
+
+class _TeamModel:
+    """The team's model as the server asks it (team/next_edit_model.py), with a client of
+    its own for each question: every case here runs in an event loop of its own."""
+
+    def __init__(self, settings: TeamSettings) -> None:
+        self.settings = settings
+
+    async def continue_line(self, prompt: str, seconds: float, cancel: CancelToken) -> Decoded:
+        client = TeamClient(self.settings)
+        try:
+            return await TeamLineModel(client, "bench").continue_line(prompt, seconds, cancel)
+        finally:
+            await client.aclose()
 
 
 def load_model(model: str) -> tuple[ModelLane, LlamaCppBackend]:
@@ -297,6 +321,7 @@ def load_model(model: str) -> tuple[ModelLane, LlamaCppBackend]:
 def run_history(
     show_wrong: int, suite: Path = HISTORY_SUITE, model: str | None = None,
     min_probability: float | None = None, keystroke_cost: int = 0,
+    team: TeamSettings | None = None,
 ) -> None:  # fmt: skip
     """The suite through the server's next-edit service (next_edit/service.py): its rules,
     and with ``model`` its like changes from that model (at its profile's threshold, or
@@ -304,11 +329,17 @@ def run_history(
     with gzip.open(suite, "rt", encoding="utf-8") as lines:
         cases = [json.loads(line) for line in lines]
     lane = recording = None
-    threshold = 0.0
-    if model is not None:
+    threshold, seconds = 0.0, 2.0
+    if team is not None:
+        recording = _Recording(_TeamModel(team))
+        threshold = min_probability if min_probability is not None else TEAM_MIN_PROBABILITY
+        seconds = team.completion_timeout_ms / 1000
+        print(f"the team's model {team.model or '(the first listed)'} at {team.url}, shown at a "
+              f"line confidence of {threshold}")  # fmt: skip
+    elif model is not None:
         lane, backend = load_model(model)
         assert backend.loaded is not None
-        recording = _Recording(backend)
+        recording = _Recording(LocalLineModel(backend), backend)
         profile_threshold = backend.loaded.profile.next_edit_min_probability
         threshold = min_probability if min_probability is not None else profile_threshold or 0.0
         print(f"model {backend.loaded.resolved.path} ({backend.loaded.profile.name}), "
@@ -325,7 +356,7 @@ def run_history(
         started = time.perf_counter()
         # Every answer of the model is kept (threshold 0) and the gate applied here, so that
         # one run gives the whole curve.
-        ask = None if recording is None else ModelAsk(recording, 0.0)
+        ask = None if recording is None else ModelAsk(recording, 0.0, seconds)
         if recording is not None:
             recording.last = None
         asked_before = service.stats()["model"]["asked"]
@@ -352,7 +383,7 @@ def run_history(
                              f"({prediction.kind}: {prediction.label})")  # fmt: skip
         results.setdefault(kind_of(before, after), []).append((prediction is not None, right,
                                                                seconds))  # fmt: skip
-    if keystroke_cost and recording is not None:
+    if keystroke_cost and recording is not None and recording.backend is not None:
         asyncio.run(_keystroke_cost(recording.backend, asked_cases[:keystroke_cost]))
     if lane is not None:
         lane.shutdown()
@@ -471,10 +502,23 @@ def main() -> None:
     parser.add_argument("--keystroke-cost", type=int, default=0, metavar="N",
                         help="history with --model: a keystroke's completion after a stopped "
                         "ask, beside one without, on N of the edits asked about")  # fmt: skip
+    parser.add_argument(
+        "--team-url",
+        help="history: the like changes of a team's server "
+        "(its /v1 URL; the key from LSP_INFER_TEAM_API_KEY) instead of --model",
+    )
+    parser.add_argument("--team-model", help="with --team-url: the served model's name "
+                        "(default: the first the server lists)")  # fmt: skip
     args = parser.parse_args()
     if args.suite == "history":
+        team = None
+        if args.team_url:
+            # Generous: this measures what the model says, not how fast the server is.
+            team = TeamSettings(url=args.team_url, model=args.team_model,
+                                api_key=os.environ.get("LSP_INFER_TEAM_API_KEY"),
+                                completion_timeout_ms=60_000)  # fmt: skip
         run_history(args.show_wrong, args.file, args.model, args.min_probability,
-                    args.keystroke_cost)  # fmt: skip
+                    args.keystroke_cost, team)  # fmt: skip
         return
     rng = random.Random(args.seed)
     stdlib = Path(sysconfig.get_paths()["stdlib"])

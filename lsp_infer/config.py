@@ -157,6 +157,11 @@ class NextEditSettings:
     # How sure: the least probability each token of the model's line must have. 0: the model
     # profile's, measured per model (none for a model without measurements: then off).
     min_probability: float = field(default=0.0, metadata={"min": 0.0, "max": 1.0})
+    # Ask the team's model (team.url) for like changes instead: a larger model, served by
+    # vLLM with log-probabilities; the local model where the team cannot answer in
+    # team.completionTimeoutMs. Never for a file kept from the team. Its threshold:
+    # minProbability, or 0.7 (measured on the embedded models, not on the team's).
+    team: bool = False
 
 
 @dataclass(kw_only=True)

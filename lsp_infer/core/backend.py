@@ -96,6 +96,9 @@ class CompletionJob(JobOptions):
     progress: JobProgress = field(default_factory=JobProgress)
 
 
+# The most a next edit's line model decodes (one line of code; next_edit/service.py LineModel).
+MAX_LINE_TOKENS = 96
+
 # (end offset in the output text, the probability the model gave the token) per decoded token.
 TokenProbs = tuple[tuple[int, float], ...]
 

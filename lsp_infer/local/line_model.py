@@ -3,13 +3,12 @@ continued greedily to the end of its line, through the one backend interface."""
 
 from __future__ import annotations
 
-from lsp_infer.core.backend import Backend, CompletionJob, Decoded
+from lsp_infer.core.backend import MAX_LINE_TOKENS, Backend, CompletionJob, Decoded
 from lsp_infer.core.cancel import CancelToken
 
 # The prompt's KV state is kept in the prompt cache under this name, beside the documents'
 # (a uri never has this form), so the next keystroke in a file still reuses that file's.
 NEXT_EDIT_DOCUMENT = "lsp-infer:next-edit"
-MAX_LINE_TOKENS = 96  # one line of code
 
 
 class LocalLineModel:

@@ -58,6 +58,8 @@ from lsp_infer.lsp.protocol import LspInferProtocol
 from lsp_infer.next_edit.service import ModelAsk, NextEdits
 from lsp_infer.positions import PositionError, position_at
 from lsp_infer.session import Session
+from lsp_infer.team.errors import TeamError
+from lsp_infer.team.next_edit_model import TEAM_MIN_PROBABILITY, TeamLineModel
 from lsp_infer.team.team_tier import TeamTier
 
 log = logging.getLogger(__name__)
@@ -154,15 +156,6 @@ class LspInferServer(LanguageServer):
         self.local.closed(uri)
         self.feedback.forget(uri)
         self.next_edits.forget(uri)
-
-    def next_edit_model(self) -> ModelAsk | None:
-        """How to ask the local model for a like change, or None: off, no model loaded, or a
-        model without a measured threshold (and none set)."""
-        loaded = self.local.backend.loaded
-        if loaded is None or self.local.backend.state != "ready":
-            return None
-        threshold = loaded.profile.next_edit_threshold(self.settings.next_edit)
-        return None if threshold is None else ModelAsk(self.local.line_model, threshold)
 
     # -- completion -----------------------------------------------------------------
 
@@ -477,10 +470,40 @@ async def answer_next_edit(ls: LspInferServer, params: Any) -> dict[str, Any]:
     issued = None
     if (snapshot.version == version and ls.settings.next_edit.enabled
             and not ls.session.policy().excluded(uri)):  # fmt: skip
-        issued = await ls.next_edits.predict(snapshot, ls.next_edit_model())
+        issued = await ls.next_edits.predict(snapshot, next_edit_model(ls, snapshot.uri))
         if not ls.session.is_current(uri, version):
             issued = None  # typed on while the model worked: its edit is for an old text
     return next_edit_result(snapshot.text, snapshot.starts, version, issued, encoding)
+
+
+def next_edit_model(ls: LspInferServer, uri: str) -> ModelAsk | None:
+    """How to ask a model for a like change in ``uri``: the team's when nextEdit.team is
+    on and the file may go to the team, the local model as its fallback or alone; None:
+    off, or no model to ask."""
+    settings = ls.settings
+    local = _local_line_ask(ls)
+    if not (settings.next_edit.model and settings.next_edit.team and settings.team.urls()):
+        return local
+    if not ls.session.policy().allowed(uri):
+        return local  # excluded or outside the workspace: never sent
+    try:
+        client = ls.team.clients.get(settings.team)
+    except TeamError:
+        return local
+    threshold = settings.next_edit.min_probability or TEAM_MIN_PROBABILITY
+    seconds = settings.team.completion_timeout_ms / 1000
+    team = TeamLineModel(client, affinity=uri)
+    return ModelAsk(team, threshold, seconds, tier="team", fallback=local)
+
+
+def _local_line_ask(ls: LspInferServer) -> ModelAsk | None:
+    """The local model, or None: off, no model loaded, or a model without a measured
+    threshold (and none set)."""
+    loaded = ls.local.backend.loaded
+    if loaded is None or ls.local.backend.state != "ready":
+        return None
+    threshold = loaded.profile.next_edit_threshold(ls.settings.next_edit)
+    return None if threshold is None else ModelAsk(ls.local.line_model, threshold)
 
 
 def next_edit_outcome(ls: LspInferServer, outcome: str, params: Any) -> None:

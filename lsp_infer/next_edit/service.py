@@ -29,7 +29,9 @@ OUTCOMES = ("shown", "accepted", "rejected")
 
 
 class LineModel(Protocol):
-    """A model that continues a plain prompt to the end of its line (the local backend)."""
+    """A model that continues a plain prompt to the end of its line, with each token's
+    probability: the local backend (local/line_model.py) or the team's server
+    (team/next_edit_model.py). BackendUnavailable when it cannot answer."""
 
     async def continue_line(self, prompt: str, seconds: float, cancel: CancelToken) -> Decoded: ...
 
@@ -38,11 +40,14 @@ class LineModel(Protocol):
 class ModelAsk:
     """How the model is asked for a like change (next_edit/analogy.py): shown only when every
     token of its line is at least ``min_probability`` likely (the model profile's, measured);
-    decoding stops after ``seconds``."""
+    the answer is given up after ``seconds``. ``tier``: "local" or "team"; ``fallback``: asked
+    instead when this model is unavailable (the team's server down: the local model)."""
 
     model: LineModel
     min_probability: float
     seconds: float = 2.0
+    tier: str = "local"
+    fallback: ModelAsk | None = None
 
 
 @dataclass
@@ -61,7 +66,7 @@ class NextEdits:
         self._latencies: deque[float] = deque(maxlen=500)
         # The model's work for a document, stopped by its next edit or by a completion request.
         self._asking: dict[str, CancelToken] = {}
-        self._model = {"asked": 0, "stopped": 0, "unsure": 0}
+        self._model = {"asked": 0, "team": 0, "stopped": 0, "unsure": 0, "unavailable": 0}
         self._model_latencies: deque[float] = deque(maxlen=500)
 
     # -- the document's edits -----------------------------------------------------------
@@ -125,10 +130,20 @@ class NextEdits:
         self.stop(uri, CancelReason.SUPERSEDED)
         token = self._asking[uri] = CancelToken()
         started = time.perf_counter()
-        self._model["asked"] += 1
         prompt = analogy_prompt(uri.rsplit("/", 1)[-1].split("?", 1)[0], analogy)
         try:
-            decoded = await ask.model.continue_line(prompt, ask.seconds, token)
+            while True:
+                self._model["asked"] += 1
+                self._model["team"] += ask.tier == "team"
+                try:
+                    decoded = await ask.model.continue_line(prompt, ask.seconds, token)
+                    break
+                except BackendUnavailable as exc:
+                    self._model["unavailable"] += 1
+                    log.info("next edit: the %s model is unavailable (%s)", ask.tier, exc)
+                    if ask.fallback is None:
+                        return None
+                    ask = ask.fallback
         except Cancelled:
             self._model["stopped"] += 1
             return None
@@ -136,9 +151,6 @@ class NextEdits:
             token.cancel(CancelReason.CLIENT)
             self._model["stopped"] += 1
             raise
-        except BackendUnavailable as exc:
-            log.debug("next edit: no model (%s)", exc)
-            return None
         finally:
             if self._asking.get(uri) is token:
                 del self._asking[uri]
@@ -176,8 +188,9 @@ class NextEdits:
             "byKind": {kind: dict(counts) for kind, counts in self._by_kind.items()},
             "p50Ms": percentile(latencies, 0.5),
             "p95Ms": percentile(latencies, 0.95),
-            # Asked of the model, stopped by a keystroke, answered but not shown (unchanged,
-            # unsure, or not parsing); its time for those it answered.
+            # Asked of a model (of them, of the team's), stopped by a keystroke, answered but
+            # not shown (unchanged, unsure, or not parsing), a model that could not answer
+            # (the team's server down or too slow); the time of those answered.
             "model": {
                 **self._model,
                 "p50Ms": percentile(list(self._model_latencies), 0.5),

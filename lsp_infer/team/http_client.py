@@ -52,6 +52,9 @@ class TeamAnswer:
     finish_reason: str | None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # Each generated token's text and log-probability, when they were asked for (the
+    # completions API's ``logprobs``); None where the server gave none for a token.
+    token_logprobs: tuple[tuple[str, float | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class _Answer:
         self.parts: list[str] = []
         self.finish: str | None = None
         self.usage: dict[str, Any] = {}
+        self.token_logprobs: list[tuple[str, float | None]] = []
 
     def feed(self, data: str) -> str | None:
         """One event's data; the text it adds, if any."""
@@ -116,7 +120,24 @@ class _Answer:
                 self.parts.append(piece)
                 added.append(piece)
             self.finish = choice.get("finish_reason") or self.finish
+            self._logprobs(choice.get("logprobs"))
         return "".join(added) or None
+
+    def _logprobs(self, logprobs: Any) -> None:
+        """The completions API's per-token log-probabilities of one event (vLLM and
+        llama.cpp's server both send ``tokens`` beside ``token_logprobs``)."""
+        if not isinstance(logprobs, dict):
+            return
+        tokens, values = logprobs.get("tokens"), logprobs.get("token_logprobs")
+        if not isinstance(tokens, list) or not isinstance(values, list):
+            return
+        for token, value in zip(tokens, values, strict=False):
+            number = float(value) if isinstance(value, int | float) else None
+            self.token_logprobs.append((str(token), number))
+
+    def stopped_reading(self) -> None:
+        """The client had what it needed (``until``) and closed the stream: complete."""
+        self.finish = self.finish or "until"
 
     def result(self, got_data: bool) -> TeamAnswer:
         if self.finish is None:
@@ -130,7 +151,7 @@ class _Answer:
         usage = self.usage
         return TeamAnswer(
             "".join(self.parts), self.finish, usage.get("prompt_tokens"),
-            usage.get("completion_tokens"),
+            usage.get("completion_tokens"), tuple(self.token_logprobs),
         )  # fmt: skip
 
 
@@ -275,19 +296,26 @@ class TeamClient:
         priority: int | None = None,
         affinity: str | None = None,
         on_text: Callable[[str], None] | None = None,
+        logprobs: bool = False,
+        until: Callable[[str], bool] | None = None,
     ) -> TeamAnswer:
+        """``prompt`` continued (greedy). ``logprobs``: with each token's log-probability;
+        ``until``: the stream is closed (and the server stops) once it holds for the text so
+        far, and the answer is what came until then (finish_reason "until")."""
         body: dict[str, Any] = {
             "model": await self.model(),
             "prompt": prompt,
             "max_tokens": max_tokens,
             "temperature": 0,
         }
+        if logprobs:
+            body["logprobs"] = 1  # the chosen token's, and the one most likely (the same)
         if stop:
             # The OpenAI API takes at most 4 stop sequences, and gateways that check requests
             # against it refuse more (vllm-router: HTTP 400); the rest are cut here.
             body["stop"] = stop[:MAX_STOP_SEQUENCES]
         answer = await self.router.call(
-            lambda replica: self._stream(replica, "/completions", body, priority, on_text),
+            lambda replica: self._stream(replica, "/completions", body, priority, on_text, until),
             affinity,
         )
         return cut_at_stops(answer, stop[MAX_STOP_SEQUENCES:] if stop else [])
@@ -311,10 +339,11 @@ class TeamClient:
         body: dict[str, Any],
         priority: int | None,
         on_text: Callable[[str], None] | None,
+        until: Callable[[str], bool] | None = None,
     ) -> TeamAnswer:
         payload = self._payload(replica, body, priority)
         try:
-            return await self._stream_once(replica, path, payload, on_text)
+            return await self._stream_once(replica, path, payload, on_text, until)
         except _PriorityRefused:
             log.warning(
                 "team replica %s refuses the priority field (start vLLM with "
@@ -323,7 +352,7 @@ class TeamClient:
             )
             replica.takes_priority = False
             payload.pop("priority", None)
-            return await self._stream_once(replica, path, payload, on_text)
+            return await self._stream_once(replica, path, payload, on_text, until)
 
     async def _stream_once(
         self,
@@ -331,6 +360,7 @@ class TeamClient:
         path: str,
         payload: dict[str, Any],
         on_text: Callable[[str], None] | None,
+        until: Callable[[str], bool] | None = None,
     ) -> TeamAnswer:
         answer = _Answer(chat=path == "/chat/completions")
         got_data = False
@@ -348,6 +378,9 @@ class TeamClient:
                     piece = answer.feed(data)
                     if piece and on_text:
                         on_text(piece)
+                    if piece and until is not None and until("".join(answer.parts)):
+                        answer.stopped_reading()  # leaving the block closes the request
+                        break
         except (TeamError, _PriorityRefused):
             raise
         except Exception as exc:

@@ -217,7 +217,10 @@ async def client(lsp_client: LanguageClient):
         await lsp_client.shutdown_session()
 
 
-async def start(client: LanguageClient, workspace: Path, team: dict[str, Any]) -> None:
+async def start(
+    client: LanguageClient, workspace: Path, team: dict[str, Any], **sections: Any
+) -> None:
+    """Initialize with these ``team`` settings (and other settings' ``sections``)."""
     root = workspace.as_uri()
     await client.initialize_session(
         types.InitializeParams(
@@ -232,7 +235,10 @@ async def start(client: LanguageClient, workspace: Path, team: dict[str, Any]) -
             workspace_folders=[types.WorkspaceFolder(uri=root, name="ws")],
             # The stand-in queues concurrent requests (vLLM batches them): small answers keep
             # the tests short.
-            initialization_options={"team": {"maxTokens": 512, "timeoutMs": 120000, **team}},
+            initialization_options={
+                "team": {"maxTokens": 512, "timeoutMs": 120000, **team},
+                **sections,
+            },
         )
     )
 

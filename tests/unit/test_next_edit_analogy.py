@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from lsp_infer.core.backend import Decoded
+from lsp_infer.core.backend import BackendUnavailable, Decoded
 from lsp_infer.core.cancel import CancelReason, CancelToken
 from lsp_infer.documents import Snapshot, Splice
 from lsp_infer.next_edit.analogy import (
@@ -20,6 +20,8 @@ from lsp_infer.next_edit.analogy import (
 )
 from lsp_infer.next_edit.history import EditHistory
 from lsp_infer.next_edit.service import ModelAsk, NextEdits
+from lsp_infer.team.http_client import TeamAnswer
+from lsp_infer.team.next_edit_model import decoded_line
 
 HASHES = (
     "def md5(x):\n"
@@ -182,3 +184,61 @@ def test_a_keystroke_stops_the_model_and_the_answer_is_empty() -> None:
 
     assert asyncio.run(typed_on()) is None
     assert service.stats()["model"]["stopped"] == 1
+
+
+class Unavailable:
+    """A model that cannot answer (the team's server down)."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def continue_line(self, prompt: str, seconds: float, cancel: CancelToken) -> Decoded:
+        self.asked += 1
+        raise BackendUnavailable("the team server is unreachable")
+
+
+def test_the_local_model_answers_where_the_team_cannot() -> None:
+    service, uri = NextEdits(), "file:///hashes.py"
+    at = HASHES.index("(x).hex") + 2
+    service.changed(uri, HASHES, [Splice(at, at, FIX)])
+    text = HASHES[:at] + FIX + HASHES[at:]
+    team, local = Unavailable(), ScriptedModel(f"    return hashlib.sha256(x{FIX}).hexdigest()")
+    ask = ModelAsk(team, 0.7, tier="team", fallback=ModelAsk(local, 0.7))
+    issued = asyncio.run(service.predict(Snapshot(uri, 2, text, "python"), ask))
+    assert issued is not None and issued[1].kind == "analogy"
+    assert team.asked == 1 and len(local.prompts) == 1
+    counts = service.stats()["model"]
+    assert counts["asked"] == 2 and counts["team"] == 1 and counts["unavailable"] == 1
+    # Without a fallback: no prediction, and nothing else goes wrong.
+    alone = ModelAsk(Unavailable(), 0.7, tier="team")
+    assert asyncio.run(service.predict(Snapshot(uri, 2, text, "python"), alone)) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "finish", "logprobs", "expected_text", "reason", "probs"),
+    [
+        # The line and the token that ends it, each token's end and probability.
+        ("x = 1\n", "until", [("x", 0.0), (" = 1", -0.1), ("\n", -0.2)], "x = 1\n",
+         "stopped", [(1, 1.0), (5, 0.905), (6, 0.819)]),
+        # The server went past the newline before the stream closed: cut there.
+        ("x\ny", "until", [("x", 0.0), ("\ny", -0.1)], "x\n", "stopped", [(1, 1.0), (2, 0.905)]),
+        # The model ended its output: a whole line without a newline token.
+        ("x = 1", "stop", [("x", 0.0), (" = 1", -0.1)], "x = 1", "end", [(1, 1.0), (5, 0.905)]),
+        # Cut by max_tokens: no whole line (the gate refuses it).
+        ("x = (", "length", [("x", 0.0), (" = (", 0.0)], "x = (", "max_tokens",
+         [(1, 1.0), (5, 1.0)]),
+        # A token without a log-probability: nothing from it on is vouched for.
+        ("x = 1\n", "until", [("x", 0.0), (" = 1", None), ("\n", 0.0)], "x = 1\n", "stopped",
+         [(1, 1.0)]),
+        # No log-probabilities at all (a server that sends none): no probabilities.
+        ("x = 1\n", "until", [], "x = 1\n", "stopped", []),
+    ],
+)  # fmt: skip
+def test_a_team_answer_reads_as_a_local_one(
+    text: str, finish: str, logprobs: list[tuple[str, float | None]], expected_text: str,
+    reason: str, probs: list[tuple[int, float]],
+) -> None:  # fmt: skip
+    decoded = decoded_line(TeamAnswer(text, finish, token_logprobs=tuple(logprobs)))
+    assert decoded.text == expected_text and decoded.stop_reason == reason
+    assert [end for end, _ in decoded.probs] == [end for end, _ in probs]
+    assert [round(p, 3) for _, p in decoded.probs] == [p for _, p in probs]

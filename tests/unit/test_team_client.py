@@ -253,6 +253,30 @@ async def test_at_most_four_stop_sequences_are_sent_and_the_rest_cut_here() -> N
     assert answer.text == "x = 1<|im_end|>junk"  # what the server sent, when it had every stop
 
 
+async def test_log_probabilities_are_read_and_the_stream_closed_once_enough_came() -> None:
+    """vLLM's completions stream with ``logprobs``: each event's tokens and their
+    log-probabilities; ``until`` closes the stream without waiting for the rest."""
+    bodies: list[dict] = []
+    pieces = [("    x", -0.1), (" = 1", -0.2), ("\n", -0.05), ("never read", -1.0)]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        events = [{"choices": [{"index": 0, "text": text, "finish_reason": None,
+                                "logprobs": {"tokens": [text], "token_logprobs": [value]}}]}
+                  for text, value in pieces]  # fmt: skip
+        return httpx.Response(200, content=sse(*events, done=False),
+                              headers={"content-type": "text/event-stream"})  # fmt: skip
+
+    answer = await client(handler).completion("p", 8, logprobs=True,
+                                              until=lambda text: "\n" in text)  # fmt: skip
+    assert bodies[0]["logprobs"] == 1
+    assert answer.text == "    x = 1\n" and answer.finish_reason == "until"
+    assert answer.token_logprobs == (("    x", -0.1), (" = 1", -0.2), ("\n", -0.05))
+    # Without ``until``, a stream that ends without a finish_reason is still an error.
+    with pytest.raises(TeamError):
+        await client(handler).completion("p", 8, logprobs=True)
+
+
 async def test_not_configured() -> None:
     with pytest.raises(TeamError) as error:
         TeamClient(TeamSettings())

@@ -303,6 +303,13 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
       'How sure the model must be of a like change: the least probability each token of its line may have. 0: the model profile\'s, measured per model (a model without measurements is not asked unless you set one).',
   },
   {
+    key: 'nextEdit.team',
+    type: 'boolean',
+    default: false,
+    description:
+      'Ask the team\'s model (team.url) for like changes instead of the local one, the local model where the team cannot answer in time. Needs log-probabilities from the server (vLLM sends them). Never for a file kept from the team.',
+  },
+  {
     key: 'team.url',
     type: 'string',
     default: '',
