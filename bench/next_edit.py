@@ -73,7 +73,7 @@ from lsp_infer.next_edit.predict import predict, smallest_edit  # noqa: E402
 from lsp_infer.next_edit.service import LineModel, ModelAsk, NextEdits  # noqa: E402
 from lsp_infer.stats import percentile  # noqa: E402
 from lsp_infer.team.http_client import TeamClient  # noqa: E402
-from lsp_infer.team.next_edit_model import TEAM_MIN_PROBABILITY, TeamLineModel  # noqa: E402
+from lsp_infer.team.next_edit_model import TEAM_MIN_PROBABILITY, TeamNextEditModel  # noqa: E402
 
 # Standard-library modules of varied style (classes, closures, comprehensions, globals).
 MODULES = [
@@ -302,7 +302,7 @@ class _TeamModel:
     async def continue_line(self, prompt: str, seconds: float, cancel: CancelToken) -> Decoded:
         client = TeamClient(self.settings)
         try:
-            return await TeamLineModel(client, "bench").continue_line(prompt, seconds, cancel)
+            return await TeamNextEditModel(client, "bench").continue_line(prompt, seconds, cancel)
         finally:
             await client.aclose()
 

@@ -162,6 +162,10 @@ class NextEditSettings:
     # team.completionTimeoutMs. Never for a file kept from the team. Its threshold:
     # minProbability, or 0.7 (measured on the embedded models, not on the team's).
     team: bool = False
+    # What the team's model is asked: "analogy", the like change above (any code model);
+    # "zeta", the region around the cursor rewritten in Zed's Zeta format, for a team that
+    # serves a trained next-edit model (next_edit/zeta.py: untested here without its weights).
+    team_format: str = _choice("analogy", ("analogy", "zeta"))
 
 
 @dataclass(kw_only=True)

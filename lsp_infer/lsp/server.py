@@ -59,7 +59,7 @@ from lsp_infer.next_edit.service import ModelAsk, NextEdits
 from lsp_infer.positions import PositionError, position_at
 from lsp_infer.session import Session
 from lsp_infer.team.errors import TeamError
-from lsp_infer.team.next_edit_model import TEAM_MIN_PROBABILITY, TeamLineModel
+from lsp_infer.team.next_edit_model import TEAM_MIN_PROBABILITY, TeamNextEditModel
 from lsp_infer.team.team_tier import TeamTier
 
 log = logging.getLogger(__name__)
@@ -464,13 +464,14 @@ async def answer_next_edit(ls: LspInferServer, params: Any) -> dict[str, Any]:
     encoding = ls.session.encoding
     try:
         snapshot = ls.session.documents.get(uri)
-        snapshot.offset_at(line, character, encoding)  # a position outside it: an error
+        cursor = snapshot.offset_at(line, character, encoding)  # outside it: an error
     except (DocumentNotOpen, PositionError) as exc:
         raise JsonRpcInvalidParams(str(exc)) from None
     issued = None
     if (snapshot.version == version and ls.settings.next_edit.enabled
             and not ls.session.policy().excluded(uri)):  # fmt: skip
-        issued = await ls.next_edits.predict(snapshot, next_edit_model(ls, snapshot.uri))
+        ask = next_edit_model(ls, snapshot.uri)
+        issued = await ls.next_edits.predict(snapshot, ask, cursor)
         if not ls.session.is_current(uri, version):
             issued = None  # typed on while the model worked: its edit is for an old text
     return next_edit_result(snapshot.text, snapshot.starts, version, issued, encoding)
@@ -492,8 +493,9 @@ def next_edit_model(ls: LspInferServer, uri: str) -> ModelAsk | None:
         return local
     threshold = settings.next_edit.min_probability or TEAM_MIN_PROBABILITY
     seconds = settings.team.completion_timeout_ms / 1000
-    team = TeamLineModel(client, affinity=uri)
-    return ModelAsk(team, threshold, seconds, tier="team", fallback=local)
+    team = TeamNextEditModel(client, affinity=uri)
+    region = team if settings.next_edit.team_format == "zeta" else None
+    return ModelAsk(team, threshold, seconds, tier="team", fallback=local, region=region)
 
 
 def _local_line_ask(ls: LspInferServer) -> ModelAsk | None:

@@ -9,6 +9,7 @@ import itertools
 import logging
 import time
 from collections import deque
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -20,6 +21,7 @@ from lsp_infer.documents import Snapshot, Splice
 from lsp_infer.next_edit.analogy import analogy_for, analogy_prediction, analogy_prompt
 from lsp_infer.next_edit.history import Edit, EditHistories
 from lsp_infer.next_edit.predict import Prediction, is_python, predict, renamed_in_code
+from lsp_infer.next_edit.zeta import REGION_END, zeta_prediction, zeta_question
 from lsp_infer.stats import percentile
 
 log = logging.getLogger(__name__)
@@ -36,18 +38,43 @@ class LineModel(Protocol):
     async def continue_line(self, prompt: str, seconds: float, cancel: CancelToken) -> Decoded: ...
 
 
+class RegionModel(Protocol):
+    """A trained next-edit model that writes a region out again with its edits
+    (next_edit/zeta.py): the team's server (team/next_edit_model.py). ``prompt`` continued
+    until ``until`` has been written; BackendUnavailable when it cannot answer."""
+
+    async def rewrite(
+        self, prompt: str, until: str, max_tokens: int, seconds: float, cancel: CancelToken
+    ) -> Decoded: ...
+
+
 @dataclass(frozen=True)
 class ModelAsk:
     """How the model is asked for a like change (next_edit/analogy.py): shown only when every
     token of its line is at least ``min_probability`` likely (the model profile's, measured);
     the answer is given up after ``seconds``. ``tier``: "local" or "team"; ``fallback``: asked
-    instead when this model is unavailable (the team's server down: the local model)."""
+    instead when this model is unavailable (the team's server down: the local model).
+    ``region``: a trained next-edit model asked instead to rewrite the region around the
+    cursor (``nextEdit.teamFormat`` "zeta"), under the same threshold."""
 
     model: LineModel
     min_probability: float
     seconds: float = 2.0
     tier: str = "local"
     fallback: ModelAsk | None = None
+    region: RegionModel | None = None
+
+
+@dataclass(frozen=True)
+class _Question:
+    """What a model is asked about: the document, its recent edits (the latest last), where
+    the cursor is."""
+
+    snapshot: Snapshot
+    edits: list[Edit]
+    latest: Edit
+    cursor: int
+    python: bool
 
 
 @dataclass
@@ -90,11 +117,12 @@ class NextEdits:
     # -- predictions --------------------------------------------------------------------
 
     async def predict(
-        self, snapshot: Snapshot, ask: ModelAsk | None = None
+        self, snapshot: Snapshot, ask: ModelAsk | None = None, cursor: int | None = None
     ) -> tuple[str, Prediction] | None:
         """The next edit for this version of the document, with the id it is issued under:
         what the edits make near certain, else (with ``ask``) a like change the model is sure
-        of."""
+        of. ``cursor``: where the user is (a region model rewrites around it; by default the
+        latest edit's end)."""
         started = time.perf_counter()
         self._requests += 1
         history = self.histories.get(snapshot.uri)
@@ -112,7 +140,10 @@ class NextEdits:
             and latest is not None
             and not (python and renamed_in_code(snapshot.text, latest))
         ):
-            prediction = await self._ask_model(snapshot, latest, python, ask)
+            assert history is not None
+            where = latest.end if cursor is None else cursor
+            question = _Question(snapshot, history.edits, latest, where, python)
+            prediction = await self._ask_model(question, ask)
         if prediction is None:
             return None
         item_id = f"ne-{next(self._ids)}"
@@ -120,30 +151,21 @@ class NextEdits:
         self._count(prediction.kind, "predicted")
         return item_id, prediction
 
-    async def _ask_model(
-        self, snapshot: Snapshot, latest: Edit, python: bool, ask: ModelAsk
-    ) -> Prediction | None:
-        analogy = analogy_for(snapshot.text, latest)
-        if analogy is None:
-            return None
-        uri = snapshot.uri
+    async def _ask_model(self, question: _Question, ask: ModelAsk | None) -> Prediction | None:
+        """The first model of ``ask`` and its fallbacks that can answer, asked under one
+        cancel token for the document (its next edit, or a completion, stops it)."""
+        uri = question.snapshot.uri
         self.stop(uri, CancelReason.SUPERSEDED)
         token = self._asking[uri] = CancelToken()
-        started = time.perf_counter()
-        prompt = analogy_prompt(uri.rsplit("/", 1)[-1].split("?", 1)[0], analogy)
         try:
-            while True:
-                self._model["asked"] += 1
-                self._model["team"] += ask.tier == "team"
+            while ask is not None:
                 try:
-                    decoded = await ask.model.continue_line(prompt, ask.seconds, token)
-                    break
+                    return await self._ask_one(question, ask, token)
                 except BackendUnavailable as exc:
                     self._model["unavailable"] += 1
                     log.info("next edit: the %s model is unavailable (%s)", ask.tier, exc)
-                    if ask.fallback is None:
-                        return None
                     ask = ask.fallback
+            return None
         except Cancelled:
             self._model["stopped"] += 1
             return None
@@ -154,14 +176,41 @@ class NextEdits:
         finally:
             if self._asking.get(uri) is token:
                 del self._asking[uri]
-        self._model_latencies.append((time.perf_counter() - started) * 1000)
-        answer = decoded.text + ("\n" if decoded.stop_reason == "end" else "")
-        prediction = analogy_prediction(
-            snapshot.text, analogy, answer, decoded.probs, ask.min_probability, python
-        )
+
+    async def _ask_one(
+        self, question: _Question, ask: ModelAsk, token: CancelToken
+    ) -> Prediction | None:
+        snapshot, latest, python = question.snapshot, question.latest, question.python
+        name = snapshot.uri.rsplit("/", 1)[-1].split("?", 1)[0]
+        if ask.region is not None:
+            zeta = zeta_question(name, snapshot.text, question.cursor, question.edits)
+            decoded, seconds = await self._timed(ask, ask.region.rewrite(
+                zeta.prompt, REGION_END, zeta.max_tokens, ask.seconds, token))  # fmt: skip
+            prediction = zeta_prediction(snapshot.text, zeta, decoded.text, decoded.probs,
+                                         ask.min_probability, latest, python)  # fmt: skip
+        else:
+            analogy = analogy_for(snapshot.text, latest)
+            if analogy is None:
+                return None
+            prompt = analogy_prompt(name, analogy)
+            decoded, seconds = await self._timed(
+                ask, ask.model.continue_line(prompt, ask.seconds, token)
+            )
+            answer = decoded.text + ("\n" if decoded.stop_reason == "end" else "")
+            prediction = analogy_prediction(
+                snapshot.text, analogy, answer, decoded.probs, ask.min_probability, python
+            )
+        self._model_latencies.append(seconds * 1000)
         if prediction is None:
             self._model["unsure"] += 1
         return prediction
+
+    async def _timed(self, ask: ModelAsk, asking: Awaitable[Decoded]) -> tuple[Decoded, float]:
+        """The model's answer (counted as asked) and the seconds it took."""
+        self._model["asked"] += 1
+        self._model["team"] += ask.tier == "team"
+        started = time.perf_counter()
+        return await asking, time.perf_counter() - started
 
     def outcome(self, item_id: str, outcome: str) -> bool:
         """``outcome`` (shown, accepted, rejected) of an issued prediction, counted once

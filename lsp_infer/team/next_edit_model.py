@@ -1,10 +1,11 @@
-"""The team's model as next edits ask it (next_edit/service.py's ``LineModel``): the like-change
-prompt (next_edit/analogy.py) continued to the end of its line over the completions API, with
-each token's log-probability, which the confidence gate needs (vLLM returns them; llama.cpp's
-server with ``logits_all``, its default).
+"""The team's model as next edits ask it (next_edit/service.py's ``LineModel`` and
+``RegionModel``): the like-change prompt (next_edit/analogy.py) continued to the end of its
+line, or the Zeta prompt (next_edit/zeta.py) until the region's end marker, over the
+completions API with each token's log-probability, which the confidence gates need (vLLM
+returns them; llama.cpp's server with ``logits_all``, its default).
 
-The stream is closed as soon as the line has ended, so the server decodes no more than the
-line (vLLM aborts a request whose client went away); a keystroke closes it too, as it does
+The stream is closed as soon as the line (or the region) has ended, so the server decodes no
+more than that (vLLM aborts a request whose client went away); a keystroke closes it too, as it does
 a team completion. A server that sends no log-probabilities gets nothing shown: the gate
 cannot tell how sure its model was (a warning says so once).
 """
@@ -15,6 +16,7 @@ import asyncio
 import logging
 import math
 import time
+from collections.abc import Callable
 from typing import ClassVar
 
 from lsp_infer.core.backend import MAX_LINE_TOKENS, BackendUnavailable, Decoded, StopReason
@@ -50,7 +52,24 @@ def decoded_line(answer: TeamAnswer) -> Decoded:
     return Decoded(text, reason, tuple(probs))
 
 
-class TeamLineModel:
+def decoded_text(answer: TeamAnswer) -> Decoded:
+    """The whole answer, with each token's end in it and its probability (up to the first
+    token without a log-probability): a rewritten region (next_edit/zeta.py)."""
+    probs, end = list[tuple[int, float]](), 0
+    for token, logprob in answer.token_logprobs:
+        if logprob is None:
+            break
+        end = min(len(answer.text), end + len(token))
+        probs.append((end, math.exp(logprob)))
+    return Decoded(answer.text, "end" if answer.finish_reason == "until" else "max_tokens",
+                   tuple(probs))  # fmt: skip
+
+
+class TeamNextEditModel:
+    """The team's model as next edits ask it: a like line (``continue_line``, the
+    service's ``LineModel``) or a region rewritten in Zeta's format (``rewrite``,
+    ``RegionModel``)."""
+
     warned: ClassVar[bool] = False  # said once: a server without log-probabilities
 
     def __init__(self, client: TeamClient, affinity: str) -> None:
@@ -60,11 +79,31 @@ class TeamLineModel:
     async def continue_line(self, prompt: str, seconds: float, cancel: CancelToken) -> Decoded:
         """``prompt`` continued to the end of its line; BackendUnavailable when the team
         cannot answer within ``seconds`` (team.completionTimeoutMs) or fails."""
+        answer = await self._ask(prompt, MAX_LINE_TOKENS, lambda text: "\n" in text,
+                                 seconds, cancel)  # fmt: skip
+        return decoded_line(answer)
+
+    async def rewrite(
+        self, prompt: str, until: str, max_tokens: int, seconds: float, cancel: CancelToken
+    ) -> Decoded:
+        """``prompt`` continued until ``until`` has been written (then "end"; else
+        "max_tokens"), as ``continue_line``."""
+        answer = await self._ask(prompt, max_tokens, lambda text: until in text, seconds, cancel)
+        return decoded_text(answer)
+
+    async def _ask(
+        self,
+        prompt: str,
+        max_tokens: int,
+        until: Callable[[str], bool],
+        seconds: float,
+        cancel: CancelToken,
+    ) -> TeamAnswer:
         async with self._client.lease():
             request = asyncio.ensure_future(
                 self._client.completion(
-                    prompt, MAX_LINE_TOKENS, priority=INTERACTIVE_PRIORITY,
-                    affinity=self._affinity, logprobs=True, until=lambda text: "\n" in text,
+                    prompt, max_tokens, priority=INTERACTIVE_PRIORITY,
+                    affinity=self._affinity, logprobs=True, until=until,
                 )
             )  # fmt: skip
             given_up = time.monotonic() + seconds
@@ -80,10 +119,10 @@ class TeamLineModel:
                 answer = request.result()
             except TeamError as exc:
                 raise BackendUnavailable(str(exc)) from None
-        if answer.text and not answer.token_logprobs and not TeamLineModel.warned:
-            TeamLineModel.warned = True
+        if answer.text and not answer.token_logprobs and not TeamNextEditModel.warned:
+            TeamNextEditModel.warned = True
             log.warning(
-                "the team server sent no log-probabilities: its like changes are never shown "
+                "the team server sent no log-probabilities: its next edits are never shown "
                 "(vLLM sends them; llama.cpp's server needs --logits_all True)"
             )
-        return decoded_line(answer)
+        return answer

@@ -14,6 +14,9 @@ the fault named by <mode>:
   hang       accept the request and never answer
   429once    HTTP 429 with Retry-After: 1 for the first request of each path, then forward
   marked     wait 6 s before forwarding a request whose body contains SLOWMARK, else forward
+  zeta       answer a completions request as a trained Zeta next-edit model would (no such
+             model's weights can be fetched here): its prompt's editable region written out
+             again with ``self.z = z`` after a ``self.y = y`` line, streamed with logprobs
 Every request is appended to LOG_FILE as ``#<n> <mode> <METHOD> /<path>`` and its body, so
 tests can check what left the client. So is its end: ``DONE #<n>`` when the whole answer
 went out (for a stream: once its ``data: [DONE]`` did), ``GONE #<n>`` when the client
@@ -24,6 +27,7 @@ upstream request too, as a client disconnect reaches vLLM).
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import AsyncIterator
 
@@ -82,6 +86,8 @@ async def proxy(request: Request) -> Response:
         if b'"stream": true' in body or b'"stream":true' in body:
             return Response(b"data: {this is not json\n\n", media_type="text/event-stream")
         return Response(b"{this is not json", media_type="application/json")
+    if mode == "zeta":
+        return zeta_answer(json.loads(body)["prompt"])
     if mode == "429once" and first_time(mode, path):
         return JSONResponse({"error": "busy"}, status_code=429, headers={"Retry-After": "1"})
     headers = {
@@ -124,6 +130,24 @@ async def proxy(request: Request) -> Response:
 
     media = upstream_answer.headers.get("content-type", "application/json")
     return StreamingResponse(chunks(), status_code=upstream_answer.status_code, media_type=media)
+
+
+def zeta_answer(prompt: str) -> Response:
+    """A Zeta model's answer to ``prompt`` (next_edit/zeta.py), as a completions stream."""
+    start, end = "<|editable_region_start|>\n", "\n<|editable_region_end|>"
+    region = prompt[prompt.index(start) + len(start) : prompt.index(end)]
+    region = region.replace("<|user_cursor_is_here|>", "")
+    region = region.replace("self.y = y\n", "self.y = y\n        self.z = z\n")
+    text = f"```{start}{region}{end}\n```"
+    pieces = [text[at : at + 16] for at in range(0, len(text), 16)]
+
+    def event(piece: str, finish: str | None) -> bytes:
+        logprobs = {"tokens": [piece], "token_logprobs": [-0.01]} if piece else None
+        choice = {"index": 0, "text": piece, "logprobs": logprobs, "finish_reason": finish}
+        return f"data: {json.dumps({'choices': [choice]})}\n\n".encode()
+
+    events = [event(piece, None) for piece in pieces] + [event("", "stop"), b"data: [DONE]\n\n"]
+    return Response(b"".join(events), media_type="text/event-stream")
 
 
 async def health(request: Request) -> Response:

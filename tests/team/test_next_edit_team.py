@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -72,6 +73,7 @@ async def test_the_teams_model_offers_the_like_change(
     assert counts["team"] == 1 and counts["asked"] == 1 and counts["unavailable"] == 0, counts
 
 
+@pytest.mark.faults
 async def test_the_local_model_answers_where_the_team_cannot(
     client: LanguageClient, team_server: TeamServer, tmp_path: Path
 ) -> None:
@@ -95,3 +97,38 @@ async def test_a_file_kept_from_the_team_is_never_sent(
     await fix_md5(client, tmp_path / f"{kept}.py")
     await team_server.wait_for("the allowed file's request", sent(kept))
     assert team_server.with_marker(name) == []
+
+
+POINT = "class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.y = y\n"
+
+
+@pytest.mark.faults
+async def test_a_trained_next_edit_model_rewrites_the_region_in_zetas_format(
+    client: LanguageClient, team_server: TeamServer, tmp_path: Path
+) -> None:
+    # The proxy answers as a Zeta model would (its weights cannot be fetched here): the server's
+    # prompt, the stream, the region read back and the edit made of it are the real ones.
+    await start(client, tmp_path, settings(team_server, "zeta"),
+                nextEdit={"team": True, "teamFormat": "zeta"})  # fmt: skip
+    name = marker()
+    uri = open_file(client, tmp_path / f"{name}.py", f"# {name}\n{POINT}")
+    at = types.Position(line=2, character=POINT.split("\n")[1].index(", y)") + 3)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangePartial(types.Range(at, at), ", z")],
+        )
+    )
+    _, answer = start_raw_request(client, "lspInfer/nextEdit", {
+        "textDocument": {"uri": uri, "version": 2},
+        "position": {"line": 2, "character": at.character + 3},
+    })  # fmt: skip
+    result = plain(await answer)
+    assert result["kind"] == "region" and result["edits"] == [{
+        "range": {"start": {"line": 5, "character": 0}, "end": {"line": 5, "character": 0}},
+        "text": "        self.z = z\n",
+    }], result  # fmt: skip
+    request = next(entry for entry in team_server.with_marker(name))
+    prompt = json.loads(request.body)["prompt"]
+    assert "<|editable_region_start|>" in prompt and 'User edited "' in prompt, prompt
+    assert "y, z<|user_cursor_is_here|>):" in prompt

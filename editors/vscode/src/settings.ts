@@ -310,6 +310,14 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
       'Ask the team\'s model (team.url) for like changes instead of the local one, the local model where the team cannot answer in time. Needs log-probabilities from the server (vLLM sends them). Never for a file kept from the team.',
   },
   {
+    key: 'nextEdit.teamFormat',
+    type: 'string',
+    default: 'analogy',
+    enum: ['analogy', 'zeta'],
+    description:
+      'What the team\'s model is asked (with nextEdit.team). analogy: the same change on a line like the one you edited (any code model). zeta: the region around the cursor rewritten in Zed\'s Zeta format, for a team serving a trained next-edit model (untested without its weights).',
+  },
+  {
     key: 'team.url',
     type: 'string',
     default: '',
