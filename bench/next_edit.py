@@ -363,7 +363,7 @@ def run_history(
         issued = asyncio.run(service.predict(snapshot, ask))
         if service.stats()["model"]["asked"] > asked_before:
             asked_cases.append(case)
-        seconds = time.perf_counter() - started
+        elapsed = time.perf_counter() - started
         prediction = issued[1] if issued is not None else None
         right = False
         if prediction is not None:
@@ -382,7 +382,7 @@ def run_history(
                 wrong.append(f"{case['repo']}@{case['commit'][:10]} {case['path']} "
                              f"({prediction.kind}: {prediction.label})")  # fmt: skip
         results.setdefault(kind_of(before, after), []).append((prediction is not None, right,
-                                                               seconds))  # fmt: skip
+                                                               elapsed))  # fmt: skip
     if keystroke_cost and recording is not None and recording.backend is not None:
         asyncio.run(_keystroke_cost(recording.backend, asked_cases[:keystroke_cost]))
     if lane is not None:
