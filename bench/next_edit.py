@@ -29,7 +29,9 @@ recall by kind of commit: a rename (every hunk renames the same identifier), a r
 
 ``--model`` adds the like changes a local model is sure of (next_edit/analogy.py); ``--team-url``
 asks a team's OpenAI-compatible server for them instead (nextEdit.team), as the server does:
-over /v1/completions with log-probabilities (team/next_edit_model.py).
+over /v1/completions with log-probabilities (team/next_edit_model.py); with ``--team-format
+zeta``, a trained next-edit model's region rewrites (next_edit/zeta.py), for a team that serves
+one (not measured here: no such weights can be fetched).
 
 The held-out file (Textualize/rich, fastapi/fastapi) was built after the prediction rules were
 settled on the first one, and measured once.
@@ -291,6 +293,16 @@ class _Recording:
         self.last = line_confidence(decoded.text + ending, decoded.probs)
         return decoded
 
+    async def rewrite(
+        self, prompt: str, until: str, max_tokens: int, seconds: float, cancel: CancelToken
+    ) -> Decoded:
+        """A region model's answer (the team's, ``--team-format zeta``); its confidence: the
+        least probability of its tokens, as next_edit/zeta.py gates it."""
+        assert isinstance(self.model, _TeamModel)
+        decoded = await self.model.rewrite(prompt, until, max_tokens, seconds, cancel)
+        self.last = min((chance for _, chance in decoded.probs), default=0.0)
+        return decoded
+
 
 class _TeamModel:
     """The team's model as the server asks it (team/next_edit_model.py), with a client of
@@ -303,6 +315,16 @@ class _TeamModel:
         client = TeamClient(self.settings)
         try:
             return await TeamNextEditModel(client, "bench").continue_line(prompt, seconds, cancel)
+        finally:
+            await client.aclose()
+
+    async def rewrite(
+        self, prompt: str, until: str, max_tokens: int, seconds: float, cancel: CancelToken
+    ) -> Decoded:
+        client = TeamClient(self.settings)
+        try:
+            model = TeamNextEditModel(client, "bench")
+            return await model.rewrite(prompt, until, max_tokens, seconds, cancel)
         finally:
             await client.aclose()
 
@@ -321,7 +343,7 @@ def load_model(model: str) -> tuple[ModelLane, LlamaCppBackend]:
 def run_history(
     show_wrong: int, suite: Path = HISTORY_SUITE, model: str | None = None,
     min_probability: float | None = None, keystroke_cost: int = 0,
-    team: TeamSettings | None = None,
+    team: TeamSettings | None = None, team_format: str = "analogy",
 ) -> None:  # fmt: skip
     """The suite through the server's next-edit service (next_edit/service.py): its rules,
     and with ``model`` its like changes from that model (at its profile's threshold, or
@@ -356,7 +378,8 @@ def run_history(
         started = time.perf_counter()
         # Every answer of the model is kept (threshold 0) and the gate applied here, so that
         # one run gives the whole curve.
-        ask = None if recording is None else ModelAsk(recording, 0.0, seconds)
+        region = recording if team_format == "zeta" else None
+        ask = None if recording is None else ModelAsk(recording, 0.0, seconds, region=region)
         if recording is not None:
             recording.last = None
         asked_before = service.stats()["model"]["asked"]
@@ -371,7 +394,7 @@ def run_history(
             for edit in reversed(prediction.edits):
                 predicted = predicted[: edit.start] + edit.new + predicted[edit.end :]
             right = agrees(edited, predicted, after)
-            if prediction.kind == "analogy":
+            if prediction.kind in ("analogy", "region"):
                 assert recording is not None and recording.last is not None
                 curve.append((recording.last, right))
                 if recording.last < threshold:
@@ -394,8 +417,10 @@ def run_history(
         f"{kind} {sum(rights)} right of {len(rights)}" for kind, rights in sorted(by_source.items())
     ))  # fmt: skip
     if curve:
-        rules = sum(sum(r) for kind, r in by_source.items() if kind != "analogy")
-        rules_shown = sum(len(r) for kind, r in by_source.items() if kind != "analogy")
+        rules = sum(sum(r) for kind, r in by_source.items() if kind not in ("analogy", "region"))
+        rules_shown = sum(
+            len(r) for kind, r in by_source.items() if kind not in ("analogy", "region")
+        )
         print("the model's like changes at each threshold (with the rules' predictions):")
         for gate in (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9):
             kept = [right for sureness, right in curve if sureness >= gate]
@@ -507,6 +532,9 @@ def main() -> None:
         help="history: the like changes of a team's server "
         "(its /v1 URL; the key from LSP_INFER_TEAM_API_KEY) instead of --model",
     )
+    parser.add_argument("--team-format", choices=("analogy", "zeta"), default="analogy",
+                        help="with --team-url: what the team's model is asked "
+                        "(nextEdit.teamFormat; zeta: a trained next-edit model)")  # fmt: skip
     parser.add_argument("--team-model", help="with --team-url: the served model's name "
                         "(default: the first the server lists)")  # fmt: skip
     args = parser.parse_args()
@@ -518,7 +546,7 @@ def main() -> None:
                                 api_key=os.environ.get("LSP_INFER_TEAM_API_KEY"),
                                 completion_timeout_ms=60_000)  # fmt: skip
         run_history(args.show_wrong, args.file, args.model, args.min_probability,
-                    args.keystroke_cost, team)  # fmt: skip
+                    args.keystroke_cost, team, args.team_format)  # fmt: skip
         return
     rng = random.Random(args.seed)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
