@@ -71,7 +71,7 @@ from lsp_infer.local.line_model import LocalLineModel  # noqa: E402
 from lsp_infer.local.llama_cpp import LlamaCppBackend  # noqa: E402
 from lsp_infer.next_edit.analogy import line_confidence  # noqa: E402
 from lsp_infer.next_edit.history import EditHistory  # noqa: E402
-from lsp_infer.next_edit.predict import predict, smallest_edit  # noqa: E402
+from lsp_infer.next_edit.predict import applied, predict, smallest_edit  # noqa: E402
 from lsp_infer.next_edit.service import LineModel, ModelAsk, NextEdits  # noqa: E402
 from lsp_infer.stats import percentile  # noqa: E402
 from lsp_infer.team.http_client import TeamClient  # noqa: E402
@@ -198,9 +198,7 @@ def run_case(case: Case) -> tuple[bool, bool, float]:
     seconds = time.perf_counter() - started
     if prediction is None:
         return False, text == case.expected, seconds
-    for edit in reversed(prediction.edits):
-        text = text[: edit.start] + edit.new + text[edit.end :]
-    return True, text == case.expected, seconds
+    return True, applied(text, prediction.edits) == case.expected, seconds
 
 
 HISTORY_SUITE = ROOT / "bench" / "data" / "next-edit-history.jsonl.gz"
@@ -390,10 +388,7 @@ def run_history(
         prediction = issued[1] if issued is not None else None
         right = False
         if prediction is not None:
-            predicted = edited
-            for edit in reversed(prediction.edits):
-                predicted = predicted[: edit.start] + edit.new + predicted[edit.end :]
-            right = agrees(edited, predicted, after)
+            right = agrees(edited, applied(edited, prediction.edits), after)
             if prediction.kind in ("analogy", "region"):
                 assert recording is not None and recording.last is not None
                 curve.append((recording.last, right))

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lsp_infer.next_edit.history import Edit
-from lsp_infer.next_edit.predict import Prediction, indent_of, line_span, smallest_edit
+from lsp_infer.next_edit.predict import Prediction, applied, indent_of, line_span, smallest_edit
 from lsp_infer.next_edit.python_scopes import parses
 
 REACH_LINES = 40  # how far from the edit a line like it is looked for
@@ -106,7 +106,7 @@ def analogy_prediction(
     lines = text.split("\n")
     start = sum(len(line) + 1 for line in lines[: analogy.target])
     edit = smallest_edit(text, start, start + len(target_line), replacement)
-    if python and not parses(text[: edit.start] + edit.new + text[edit.end :]):
+    if python and not parses(applied(text, (edit,))):
         return None
     return Prediction("analogy", (edit,), f"a like change at line {analogy.target + 1}")
 

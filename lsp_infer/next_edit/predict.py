@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import keyword
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lsp_infer.next_edit.history import Edit
@@ -32,6 +33,15 @@ class TextEdit:
     start: int
     end: int
     new: str
+
+
+def applied(text: str, edits: Sequence[TextEdit]) -> str:
+    """``text`` with ``edits`` (sorted, never overlapping) made."""
+    parts, at = [], 0
+    for edit in edits:
+        parts += [text[at : edit.start], edit.new]
+        at = edit.end
+    return "".join([*parts, text[at:]])
 
 
 @dataclass(frozen=True)
@@ -139,10 +149,7 @@ def predict_rename(text: str, edits: list[Edit]) -> Prediction | None:
         planned.append(TextEdit(moved, moved + len(rename.old), rename.new))
     if not planned:
         return None
-    result = text
-    for planned_edit in reversed(planned):
-        result = result[: planned_edit.start] + planned_edit.new + result[planned_edit.end :]
-    if not parses(result):
+    if not parses(applied(text, planned)):
         return None
     more = f"{len(planned)} more" if len(planned) > 1 else "1 more"
     return Prediction("rename", tuple(planned), f"rename {rename.old} → {rename.new} ({more})")

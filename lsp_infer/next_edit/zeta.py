@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lsp_infer.next_edit.history import Edit
-from lsp_infer.next_edit.predict import Prediction, TextEdit, smallest_edit
+from lsp_infer.next_edit.predict import Prediction, TextEdit, applied, smallest_edit
 from lsp_infer.next_edit.python_scopes import parses
 
 CURSOR = "<|user_cursor_is_here|>"
@@ -186,8 +186,7 @@ def zeta_prediction(
         return None
     if any(edit.start < latest.end and latest.start < edit.end for edit in edits):
         return None  # it would take back what the user just typed
-    result = "".join(_applied(text, edits))
-    if python and not parses(result):
+    if python and not parses(applied(text, edits)):
         return None
     line = text.count("\n", 0, edits[0].start) + 1
     more = f" (and {len(edits) - 1} more)" if len(edits) > 1 else ""
@@ -209,11 +208,3 @@ def _line_edits(text: str, offset: int, old: str, new: str) -> list[TextEdit]:
             if edit.start != edit.end or edit.new:
                 edits.append(edit)
     return edits
-
-
-def _applied(text: str, edits: Sequence[TextEdit]) -> list[str]:
-    parts, at = [], 0
-    for edit in edits:
-        parts += [text[at : edit.start], edit.new]
-        at = edit.end
-    return [*parts, text[at:]]

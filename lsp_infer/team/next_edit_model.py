@@ -33,9 +33,8 @@ TEAM_MIN_PROBABILITY = 0.7
 
 def decoded_line(answer: TeamAnswer) -> Decoded:
     """The answer as the local model's would be: the text up to and with its first newline,
-    and each token's end in it with its probability (a token without a log-probability ends
-    the list: nothing after it is vouched for)."""
-    text, probs, end = answer.text, list[tuple[int, float]](), 0
+    and the probabilities of the tokens that make it (decoded_text's, cut at the line's end)."""
+    whole, text = decoded_text(answer), answer.text
     line_end = text.find("\n")
     reason: StopReason
     if line_end >= 0:
@@ -44,17 +43,16 @@ def decoded_line(answer: TeamAnswer) -> Decoded:
         reason = "end"  # the model ended its output: the line is whole
     else:
         reason = "max_tokens"  # cut by the server's limit: no whole line
-    for token, logprob in answer.token_logprobs:
-        if logprob is None or end >= len(text):
-            break
-        end = min(len(text), end + len(token))
-        probs.append((end, math.exp(logprob)))
-    return Decoded(text, reason, tuple(probs))
+    starts = [0, *(end for end, _ in whole.probs)]
+    probs = tuple((min(end, len(text)), chance)
+                  for start, (end, chance) in zip(starts, whole.probs, strict=False)
+                  if start < len(text))  # fmt: skip
+    return Decoded(text, reason, probs)
 
 
 def decoded_text(answer: TeamAnswer) -> Decoded:
-    """The whole answer, with each token's end in it and its probability (up to the first
-    token without a log-probability): a rewritten region (next_edit/zeta.py)."""
+    """The whole answer, with each token's end in it and its probability (a token without a
+    log-probability ends the list: nothing after it is vouched for)."""
     probs, end = list[tuple[int, float]](), 0
     for token, logprob in answer.token_logprobs:
         if logprob is None:
