@@ -73,6 +73,7 @@ from lsp_infer.next_edit.analogy import line_confidence  # noqa: E402
 from lsp_infer.next_edit.history import EditHistory  # noqa: E402
 from lsp_infer.next_edit.predict import applied, predict, smallest_edit  # noqa: E402
 from lsp_infer.next_edit.service import LineModel, ModelAsk, NextEdits  # noqa: E402
+from lsp_infer.next_edit.syntax import Syntax  # noqa: E402
 from lsp_infer.stats import percentile  # noqa: E402
 from lsp_infer.team.http_client import TeamClient  # noqa: E402
 from lsp_infer.team.next_edit_model import TEAM_MIN_PROBABILITY, TeamNextEditModel  # noqa: E402
@@ -95,6 +96,7 @@ class Case:
     new: str
     source: str
     expected: str  # the text after the whole rename (or, for "other variable", unchanged)
+    syntax: Syntax = "python"
 
 
 def offset_of(source: str, line: int, column: int) -> int:
@@ -194,7 +196,7 @@ def run_case(case: Case) -> tuple[bool, bool, float]:
         history.record(text, splice)
         text = text[: splice.start] + splice.new + text[splice.end :]
     started = time.perf_counter()
-    prediction = predict(text, history.edits, python=True)
+    prediction = predict(text, history.edits, syntax=case.syntax)
     seconds = time.perf_counter() - started
     if prediction is None:
         return False, text == case.expected, seconds

@@ -77,7 +77,7 @@ def main() -> None:
         history = EditHistory()
         history.record(before, splice)
         edited = before[: splice.start] + splice.new + before[splice.end :]
-        if predict(edited, history.edits, python=True) is not None:
+        if predict(edited, history.edits, syntax="python") is not None:
             continue
         analogy = analogy_for(edited, history.edits[-1])
         if analogy is None:

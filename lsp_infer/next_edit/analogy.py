@@ -10,7 +10,8 @@ whole region was right 0 times in 30 (issue 43); one line by analogy, gated by t
 confidence, is what the measurements support (bench/next_edit.py ``--model``).
 
 Shown only when the model changed the line, every token of its answer was at least
-``min_probability`` likely, and (in Python) the file still parses.
+``min_probability`` likely, and (in a language whose parser is here: syntax.py) the file
+still parses.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 from lsp_infer.next_edit.history import Edit
 from lsp_infer.next_edit.predict import Prediction, applied, indent_of, line_span, smallest_edit
-from lsp_infer.next_edit.python_scopes import parses
+from lsp_infer.next_edit.syntax import Syntax, parses
 
 REACH_LINES = 40  # how far from the edit a line like it is looked for
 MIN_LIKENESS = 0.6  # difflib's ratio between the edited line (before the edit) and a like one
@@ -90,7 +91,7 @@ def analogy_prediction(
     answer: str,
     probabilities: Sequence[tuple[int, float]],
     min_probability: float,
-    python: bool,
+    syntax: Syntax | None,
 ) -> Prediction | None:
     """The model's ``answer`` (the line's new text, up to its newline; ``probabilities``: each
     token's end in it and its probability) as a prediction, or None: no whole line,
@@ -106,7 +107,7 @@ def analogy_prediction(
     lines = text.split("\n")
     start = sum(len(line) + 1 for line in lines[: analogy.target])
     edit = smallest_edit(text, start, start + len(target_line), replacement)
-    if python and not parses(applied(text, (edit,))):
+    if syntax is not None and not parses(applied(text, (edit,)), syntax):
         return None
     return Prediction("analogy", (edit,), f"a like change at line {analogy.target + 1}")
 

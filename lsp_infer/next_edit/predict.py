@@ -1,29 +1,35 @@
 """Next edits the recent edits make near certain. Pure: text and edits in, edits out.
 
 A rename: the latest edit turned one identifier into another (``wdth`` → ``width``, however
-it was typed) where the text before it names a binding (python_scopes.py); the prediction is
-the same rename at that binding's other occurrences. Earlier edits that made the same rename
+it was typed) where the text before it names a binding (python_scopes.py for Python,
+js_scopes.py for JavaScript and TypeScript); the prediction is the same rename at that
+binding's other occurrences (a JavaScript shorthand property keeps its key: ``{wdth}`` →
+``{wdth: width}``). Earlier edits that made the same rename
 by hand count as done: the binding is looked up in the text before all of them, so the
 occurrences the user renamed already are neither offered again nor mistaken for another
 variable of the new name.
 
 Never offered: an identifier merely extended as it is typed into new code (there is no other
 occurrence of the old name's binding), a new name another binding nearby already has (it
-would be captured), a result that does not parse, a language without a parser here.
+would be captured), a result that does not parse, a rename made at a shorthand property (the
+key or the variable meant?), a language without a parser here (syntax.py).
 """
 
 from __future__ import annotations
 
 import itertools
-import keyword
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lsp_infer.next_edit.history import Edit
-from lsp_infer.next_edit.python_scopes import is_code_name, parses, same_binding
-
-PYTHON_LANGUAGE_IDS = frozenset({"python"})
-PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
+from lsp_infer.next_edit.syntax import (
+    Syntax,
+    is_code_name,
+    is_name,
+    is_name_char,
+    parses,
+    same_binding,
+)
 
 
 @dataclass(frozen=True)
@@ -51,50 +57,36 @@ class Prediction:
     label: str
 
 
-def is_python(uri: str, language_id: str) -> bool:
-    if language_id:
-        return language_id in PYTHON_LANGUAGE_IDS
-    return uri.split("?", 1)[0].endswith(PYTHON_SUFFIXES)
-
-
-def predict(text: str, edits: list[Edit], python: bool) -> Prediction | None:
+def predict(text: str, edits: list[Edit], syntax: Syntax | None) -> Prediction | None:
     """The next edit of the document ``text``, given its recent ``edits`` (oldest first, in
-    ``text``'s coordinates); None when nothing is near certain. A rename needs Python's
-    parser; a repeated edit is plain text, any language."""
+    ``text``'s coordinates); None when nothing is near certain. A rename needs the language's
+    scopes (``syntax`` None: none can be read); a repeated edit is plain text, any language."""
     if not edits:
         return None
-    if python and (rename := predict_rename(text, edits)) is not None:
+    if syntax is not None and (rename := predict_rename(text, edits, syntax)) is not None:
         return rename
-    if python and renamed_in_code(text, edits[-1]):
+    if syntax is not None and renamed_in_code(text, edits[-1], syntax):
         # A name in the code changed to another: the rename's rules said no (another variable
         # meant, most often), or it is an attribute's, which no scope tells about here.
         return None
     return predict_repeat(text, edits[-1])
 
 
-def renamed_in_code(text: str, edit: Edit) -> bool:
-    """Whether ``edit`` changed a name token of Python code (a variable's, an attribute's, a
+def renamed_in_code(text: str, edit: Edit, syntax: Syntax) -> bool:
+    """Whether ``edit`` changed a name token of the code (a variable's, an attribute's, a
     keyword's; not a word in a string or a comment) into another: the rename rule's to judge,
     and its refusal stands."""
-    rename = rename_of(text, edit)
-    return rename is not None and is_code_name(edit.undone(text), rename.start)
+    rename = rename_of(text, edit, syntax)
+    return rename is not None and is_code_name(edit.undone(text), rename.start, syntax)
 
 
-def _is_name_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
-
-
-def _word(text: str, start: int, end: int) -> tuple[int, int]:
+def _word(text: str, start: int, end: int, syntax: Syntax | None) -> tuple[int, int]:
     """``[start, end)`` grown to the identifier characters on either side."""
-    while start > 0 and _is_name_char(text[start - 1]):
+    while start > 0 and is_name_char(text[start - 1], syntax):
         start -= 1
-    while end < len(text) and _is_name_char(text[end]):
+    while end < len(text) and is_name_char(text[end], syntax):
         end += 1
     return start, end
-
-
-def _is_name(word: str) -> bool:
-    return word.isidentifier() and not keyword.iskeyword(word)
 
 
 @dataclass(frozen=True)
@@ -104,27 +96,27 @@ class _Rename:
     new: str
 
 
-def rename_of(text: str, edit: Edit) -> _Rename | None:
+def rename_of(text: str, edit: Edit, syntax: Syntax | None) -> _Rename | None:
     """The rename ``edit`` made inside one identifier, if that is what it did."""
-    if not all(_is_name_char(c) for c in edit.old + edit.new):
+    if not all(is_name_char(c, syntax) for c in edit.old + edit.new):
         return None
     before = edit.undone(text)
-    old_start, old_end = _word(before, edit.start, edit.start + len(edit.old))
-    new_start, new_end = _word(text, edit.start, edit.end)
+    old_start, old_end = _word(before, edit.start, edit.start + len(edit.old), syntax)
+    new_start, new_end = _word(text, edit.start, edit.end, syntax)
     old, new = before[old_start:old_end], text[new_start:new_end]
-    if old_start != new_start or old == new or not (_is_name(old) and _is_name(new)):
+    if old_start != new_start or old == new or not (is_name(old, syntax) and is_name(new, syntax)):
         return None
     return _Rename(old_start, old, new)
 
 
-def predict_rename(text: str, edits: list[Edit]) -> Prediction | None:
+def predict_rename(text: str, edits: list[Edit], syntax: Syntax) -> Prediction | None:
     latest = edits[-1]
-    rename = rename_of(text, latest)
+    rename = rename_of(text, latest, syntax)
     if rename is None:
         return None
     # The same rename made by hand before (each at a place of its own): undone too, so that
     # the binding is looked up where every occurrence still has the old name.
-    same = sorted((e for e in edits if (r := rename_of(text, e)) is not None
+    same = sorted((e for e in edits if (r := rename_of(text, e, syntax)) is not None
                    and (r.old, r.new) == (rename.old, rename.new)),
                   key=lambda e: e.start)  # fmt: skip
     if any(a.end > b.start for a, b in itertools.pairwise(same)):
@@ -136,20 +128,26 @@ def predict_rename(text: str, edits: list[Edit]) -> Prediction | None:
         undone.append((start, start + len(edit.old), len(edit.new) - len(edit.old)))
         shift += len(edit.new) - len(edit.old)
     at = rename.start + _shift_back(rename.start, same)
-    binding = same_binding(original, at)
+    binding = same_binding(original, at, syntax)
     if binding is None or binding.name != rename.old or rename.new in binding.names_nearby:
         return None
     planned: list[TextEdit] = []
     for occurrence in binding.occurrences:
         moved = _to_now(occurrence.start, occurrence.end, undone)
         if moved is None:
+            if occurrence.shorthand:
+                return None  # `{wdth}` → `{width}`: the key changed too, or only the variable?
             continue  # one the user renamed already
         if text[moved : moved + len(rename.old)] != rename.old:
             return None  # the text no longer says what the parse saw: never guess
-        planned.append(TextEdit(moved, moved + len(rename.old), rename.new))
+        end = moved + len(rename.old)
+        if occurrence.shorthand:  # the key kept: `{wdth}` → `{wdth: width}`, an insertion
+            planned.append(TextEdit(end, end, f": {rename.new}"))
+        else:
+            planned.append(TextEdit(moved, end, rename.new))
     if not planned:
         return None
-    if not parses(applied(text, planned)):
+    if not parses(applied(text, planned), syntax):
         return None
     more = f"{len(planned)} more" if len(planned) > 1 else "1 more"
     return Prediction("rename", tuple(planned), f"rename {rename.old} → {rename.new} ({more})")

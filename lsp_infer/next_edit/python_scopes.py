@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Union
 
+from lsp_infer.next_edit.bindings import Binding, Occurrence, inside, occurrence_at
 from lsp_infer.positions import line_starts
 
 ScopeNode = Union[  # noqa: UP007 (3.10: a runtime alias)
@@ -33,16 +34,6 @@ ScopeNode = Union[  # noqa: UP007 (3.10: a runtime alias)
 _BUILTINS = frozenset(dir(builtins))
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 Comprehension = Union[ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp]  # noqa: UP007
-
-
-@dataclass(frozen=True)
-class Occurrence:
-    """A name where it stands in the source: ``source[start:end] == name``."""
-
-    name: str
-    start: int
-    end: int
-    binds: bool  # assigned, a parameter, a def or class name
 
 
 @dataclass
@@ -239,17 +230,6 @@ def _unfollowed_names(node: ast.AST) -> list[str]:
     return []
 
 
-@dataclass(frozen=True)
-class Binding:
-    """Every occurrence of one variable, and the names visible where it is used."""
-
-    name: str
-    occurrences: tuple[Occurrence, ...]
-    # Every name that occurs (bound or read) in the scopes where this one does: a new name
-    # among them would be captured by, or capture, another binding.
-    names_nearby: frozenset[str]
-
-
 def _resolve(scope: _Scope, name: str) -> _Scope | None:
     """The scope whose binding ``name`` refers to in ``scope``; None for a ``global``/
     ``nonlocal`` declaration (followed nowhere) or a builtin."""
@@ -288,9 +268,7 @@ def same_binding(source: str, offset: int) -> Binding | None:
         collector.collect(tree)
     except RecursionError:
         return None
-    at = next(((scope, occurrence) for scope in collector.scopes
-               for occurrence in scope.occurrences
-               if occurrence.start <= offset <= occurrence.end), None)  # fmt: skip
+    at = occurrence_at(collector.scopes, offset)
     if at is None:
         return None
     scope, occurrence = at
@@ -316,7 +294,7 @@ def same_binding(source: str, offset: int) -> Binding | None:
         if name in other.declared and _declared_binding(other, name) is home:
             return None  # `global name` / `nonlocal name`: a place without a position
         mine = [o for o in other.occurrences if o.name == name]
-        if (mine and _resolve(other, name) is home) or _inside(other, home):
+        if (mine and _resolve(other, name) is home) or inside(other, home):
             found.extend(o for o in mine if _resolve(other, name) is home)
             nearby.update(o.name for o in other.occurrences)
             nearby.update(other.bound)
@@ -338,16 +316,6 @@ def _passed_by_keyword(home: _Scope, name: str, keywords: dict[str, set[str]]) -
     args = node.args
     parameters = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     return name in parameters and name in keywords.get(node.name, set())
-
-
-def _inside(scope: _Scope, home: _Scope) -> bool:
-    """Whether ``scope`` is ``home`` or nested in it (where a new name would be captured)."""
-    at: _Scope | None = scope
-    while at is not None:
-        if at is home:
-            return True
-        at = at.parent
-    return False
 
 
 def _declared_binding(scope: _Scope, name: str) -> _Scope | None:

@@ -20,7 +20,8 @@ from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
 from lsp_infer.documents import Snapshot, Splice
 from lsp_infer.next_edit.analogy import analogy_for, analogy_prediction, analogy_prompt
 from lsp_infer.next_edit.history import Edit, EditHistories
-from lsp_infer.next_edit.predict import Prediction, is_python, predict, renamed_in_code
+from lsp_infer.next_edit.predict import Prediction, predict, renamed_in_code
+from lsp_infer.next_edit.syntax import Syntax, syntax_of
 from lsp_infer.next_edit.zeta import REGION_END, zeta_prediction, zeta_question
 from lsp_infer.stats import percentile
 
@@ -74,7 +75,7 @@ class _Question:
     edits: list[Edit]
     latest: Edit
     cursor: int
-    python: bool
+    syntax: Syntax | None
 
 
 @dataclass
@@ -127,9 +128,9 @@ class NextEdits:
         self._requests += 1
         history = self.histories.get(snapshot.uri)
         prediction = None
-        python = is_python(snapshot.uri, snapshot.language_id)
+        syntax = syntax_of(snapshot.uri, snapshot.language_id)
         if history is not None:
-            prediction = predict(snapshot.text, history.edits, python)
+            prediction = predict(snapshot.text, history.edits, syntax)
         self._latencies.append((time.perf_counter() - started) * 1000)
         latest = history.latest if history is not None else None
         # A name in code changed to another is the rename rule's: where it refused (another
@@ -138,11 +139,11 @@ class NextEdits:
             prediction is None
             and ask is not None
             and latest is not None
-            and not (python and renamed_in_code(snapshot.text, latest))
+            and not (syntax is not None and renamed_in_code(snapshot.text, latest, syntax))
         ):
             assert history is not None
             where = latest.end if cursor is None else cursor
-            question = _Question(snapshot, history.edits, latest, where, python)
+            question = _Question(snapshot, history.edits, latest, where, syntax)
             prediction = await self._ask_model(question, ask)
         if prediction is None:
             return None
@@ -180,14 +181,14 @@ class NextEdits:
     async def _ask_one(
         self, question: _Question, ask: ModelAsk, token: CancelToken
     ) -> Prediction | None:
-        snapshot, latest, python = question.snapshot, question.latest, question.python
+        snapshot, latest, syntax = question.snapshot, question.latest, question.syntax
         name = snapshot.uri.rsplit("/", 1)[-1].split("?", 1)[0]
         if ask.region is not None:
             zeta = zeta_question(name, snapshot.text, question.cursor, question.edits)
             decoded, seconds = await self._timed(ask, ask.region.rewrite(
                 zeta.prompt, REGION_END, zeta.max_tokens, ask.seconds, token))  # fmt: skip
             prediction = zeta_prediction(snapshot.text, zeta, decoded.text, decoded.probs,
-                                         ask.min_probability, latest, python)  # fmt: skip
+                                         ask.min_probability, latest, syntax)  # fmt: skip
         else:
             analogy = analogy_for(snapshot.text, latest)
             if analogy is None:
@@ -198,7 +199,7 @@ class NextEdits:
             )
             answer = decoded.text + ("\n" if decoded.stop_reason == "end" else "")
             prediction = analogy_prediction(
-                snapshot.text, analogy, answer, decoded.probs, ask.min_probability, python
+                snapshot.text, analogy, answer, decoded.probs, ask.min_probability, syntax
             )
         self._model_latencies.append(seconds * 1000)
         if prediction is None:

@@ -14,7 +14,8 @@ where no node fits.
 What is shown, and only when all of it holds: the rewritten region parsed between exactly one
 start and one end marker; at most ``MAX_EDITS`` edits of at most ``MAX_CHANGED_CHARS`` in
 all; none of them inside the text the user just typed (never undo the user's edit); every
-token of the answer at least ``min_probability`` likely; in Python, the file still parses.
+token of the answer at least ``min_probability`` likely; in a language whose parser is here
+(syntax.py), the file still parses.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 from lsp_infer.next_edit.history import Edit
 from lsp_infer.next_edit.predict import Prediction, TextEdit, applied, smallest_edit
-from lsp_infer.next_edit.python_scopes import parses
+from lsp_infer.next_edit.syntax import Syntax, parses
 
 CURSOR = "<|user_cursor_is_here|>"
 START_OF_FILE = "<|start_of_file|>"
@@ -169,7 +170,7 @@ def zeta_prediction(
     probabilities: Sequence[tuple[int, float]],
     min_probability: float,
     latest: Edit,
-    python: bool,
+    syntax: Syntax | None,
 ) -> Prediction | None:
     """The model's ``answer`` as a prediction, or None (see the module's docstring)."""
     region = rewritten_region(answer)
@@ -186,7 +187,7 @@ def zeta_prediction(
         return None
     if any(edit.start < latest.end and latest.start < edit.end for edit in edits):
         return None  # it would take back what the user just typed
-    if python and not parses(applied(text, edits)):
+    if syntax is not None and not parses(applied(text, edits), syntax):
         return None
     line = text.count("\n", 0, edits[0].start) + 1
     more = f" (and {len(edits) - 1} more)" if len(edits) > 1 else ""

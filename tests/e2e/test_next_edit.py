@@ -30,9 +30,11 @@ SOURCE = (
 class Document:
     """An open document edited as an editor does: one didChange per key, versions counted."""
 
-    def __init__(self, client: LanguageClient, uri: str, text: str) -> None:
+    def __init__(
+        self, client: LanguageClient, uri: str, text: str, language: str = "python"
+    ) -> None:
         self.client, self.uri, self.text, self.version = client, uri, text, 1
-        open_document(client, uri, text)
+        open_document(client, uri, text, language)
 
     def replace(self, line: int, start: int, end: int, new: str) -> None:
         self.version += 1
@@ -111,6 +113,32 @@ async def test_a_renamed_parameter_is_offered_at_its_other_uses_only(client: Lan
     assert numbers["byKind"]["rename"]["accepted"] == 1
 
 
+TS_SOURCE = (
+    "/** @param wdth the width */\n"
+    "export function area(wdth: number, height: number) {\n"
+    "  const box = { wdth, height };\n"
+    "  return wdth * height + box.height;\n"
+    "}\n"
+    "const double = (wdth: number) => wdth * 2;\n"
+)
+
+
+async def test_a_typescript_rename_keeps_shorthand_keys_and_the_jsdoc(client: LanguageClient):
+    await initialize(client, options={"nextEdit": {"model": False}})
+    doc = Document(client, "file:///tmp/lsp-infer-e2e/next/area.ts", TS_SOURCE, "typescript")
+    doc.rename_by_keys(1, 21, "wdth", "width")
+    answer = await doc.next_edit(1, 26)
+    assert answer["kind"] == "rename" and answer["label"] == "rename wdth → width (3 more)"
+    assert doc.apply(answer["edits"]) == (
+        "/** @param width the width */\n"
+        "export function area(width: number, height: number) {\n"
+        "  const box = { wdth: width, height };\n"
+        "  return width * height + box.height;\n"
+        "}\n"
+        "const double = (wdth: number) => wdth * 2;\n"
+    )
+
+
 async def test_nothing_is_offered_where_it_would_be_wrong(client: LanguageClient, tmp_path: Path):
     # The rules' refusals (the model's like changes are tested below, and off here: after the
     # uses are deleted it might, rightly or not, offer the like change on double()'s line).
@@ -130,10 +158,11 @@ async def test_nothing_is_offered_where_it_would_be_wrong(client: LanguageClient
     secret = Document(client, (tmp_path / "secret_keys.py").as_uri(), SOURCE)
     secret.rename_by_keys(0, 9, "wdth", "width")
     assert (await secret.next_edit(0, 14))["edits"] == []
-    # Not Python: no parser here, nothing offered.
-    script = Document(client, (tmp_path / "area.js").as_uri(), "let wdth = 1;\nf(wdth);\n")
-    script.replace(0, 4, 8, "width")
-    assert (await script.next_edit(0, 9))["edits"] == []
+    # A language whose scopes are not read here (Go): no rename offered.
+    script = Document(client, (tmp_path / "area.go").as_uri(),
+                      "func f(wdth int) int {\n\treturn wdth\n}\n", "go")  # fmt: skip
+    script.rename_by_keys(0, 7, "wdth", "width")
+    assert (await script.next_edit(0, 12))["edits"] == []
 
 
 async def test_the_setting_turns_it_off(client: LanguageClient):

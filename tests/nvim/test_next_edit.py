@@ -96,15 +96,23 @@ VERSIONS = [
 ]
 
 
-def start(editor_factory: EditorFactory, workspace: Path, version: str | None = None) -> Editor:
-    """The real server on SOURCE, model ready, cursor on the first `wdth`, normal mode."""
+def start(
+    editor_factory: EditorFactory,
+    workspace: Path,
+    version: str | None = None,
+    name: str = "shapes.py",
+    source: str = SOURCE,
+    column: int = 9,
+) -> Editor:
+    """The real server on ``source`` (SOURCE), model ready, cursor on the first line's
+    ``column`` (the first `wdth`), normal mode."""
     editor = editor_factory(nvim_of_version(version))
     editor.setup({})
-    path = workspace / "shapes.py"
-    path.write_text(SOURCE)
+    path = workspace / name
+    path.write_text(source)
     editor.edit(path)
     editor.wait_ready()
-    editor.lua("vim.api.nvim_win_set_cursor(0, { 1, 9 })")  # def area(|wdth, …
+    editor.lua(f"vim.api.nvim_win_set_cursor(0, {{ 1, {column} }})")  # def area(|wdth, …
     return editor
 
 
@@ -164,6 +172,38 @@ def test_the_rename_is_offered_at_its_use_and_applied_with_tab(
     text = "\n".join(editor.wait(lambda: editor.lua(FLOAT_LINES), WAIT, "the stats window"))
     assert "Next edits" in text and "1 accepted" in text, text
     assert "100 % (1/1)" in text, text
+    assert editor.lua_errors() == [], editor.diagnostics()
+
+
+TS_SOURCE = (
+    "export function area(wdth: number, height: number) {\n"
+    "  const box = { wdth, height };\n"
+    "  return wdth * height + box.height;\n"
+    "}\n"
+)
+
+
+def test_a_typescript_rename_keeps_the_shorthand_key(
+    editor_factory: EditorFactory, workspace: Path
+) -> None:
+    editor = start(editor_factory, workspace, name="shapes.ts", source=TS_SOURCE, column=21)
+    assert editor.lua("return vim.bo.filetype") == "typescript"
+    editor.input("ciwwidth<Esc>")  # on area(|wdth
+    drawn = editor.wait(lambda: (m := marks(editor))["inserted"] and m, WAIT, "the next edit")
+    # The shorthand's key stays, the variable is inserted after it; the use is replaced.
+    assert [(m["row"], m["col"], m["text"]) for m in drawn["inserted"]] == [
+        (1, 20, ": width"), (2, 13, "width")
+    ], drawn  # fmt: skip
+    assert [(m["row"], m["col"], m["text"]) for m in drawn["deleted"]] == [(2, 9, "wdth")]
+    editor.input("<Tab>")  # to the first edit
+    editor.input("<Tab>")  # apply the group
+    editor.wait(lambda: editor.lines()[2].startswith("  return width"), 10, "the edits applied")
+    assert editor.lines()[:3] == [
+        "export function area(width: number, height: number) {",
+        "  const box = { wdth: width, height };",
+        "  return width * height + box.height;",
+    ]
+    assert wait_counted(editor, "accepted", 1)["byKind"]["rename"]["accepted"] == 1
     assert editor.lua_errors() == [], editor.diagnostics()
 
 

@@ -9,9 +9,10 @@ import pytest
 
 from lsp_infer.documents import Snapshot, Splice, TextChange, splice_of
 from lsp_infer.next_edit.history import Edit, EditHistories, EditHistory
-from lsp_infer.next_edit.predict import is_python, predict
+from lsp_infer.next_edit.predict import predict
 from lsp_infer.next_edit.python_scopes import same_binding
 from lsp_infer.next_edit.service import NextEdits
+from lsp_infer.next_edit.syntax import Syntax, syntax_of
 
 
 def typed(history: EditHistory, text: str, *splices: Splice) -> str:
@@ -171,7 +172,7 @@ def renamed(source: str, old_at: int, old: str, new: str, *, by_keys: bool = Tru
         text = typed(history, source, *backspaces(end, len(old)), *keys(old_at, new))
     else:
         text = typed(history, source, Splice(old_at, end, new))
-    prediction = predict(text, history.edits, python=True)
+    prediction = predict(text, history.edits, syntax="python")
     if prediction is None:
         return text
     for edit in reversed(prediction.edits):
@@ -198,7 +199,7 @@ def test_occurrences_renamed_by_hand_already_are_not_offered_again() -> None:
     text = typed(history, source, Splice(first, first + 5, "n"))
     text = typed(history, text, Splice(second - 4, second + 1, "n"))
     assert text == "def f(n):\n    a = n\n    b = count\n    return count\n"
-    prediction = predict(text, history.edits, python=True)
+    prediction = predict(text, history.edits, syntax="python")
     assert prediction is not None and prediction.kind == "rename"
     assert [text[e.start : e.end] for e in prediction.edits] == ["count", "count"]
     assert prediction.label == "rename count → n (2 more)"
@@ -241,7 +242,7 @@ def test_no_rename_is_offered(source: str, needle: str, old: str, new: str) -> N
 def test_typing_new_code_offers_nothing() -> None:
     history = EditHistory()
     text = typed(history, "x = 1\n", *keys(6, "y = x + 1\n"))
-    assert predict(text, history.edits, python=True) is None
+    assert predict(text, history.edits, syntax="python") is None
 
 
 def test_a_name_extended_as_it_is_typed_offers_nothing() -> None:
@@ -250,15 +251,35 @@ def test_a_name_extended_as_it_is_typed_offers_nothing() -> None:
     text = typed(history, "x = 1\n", *keys(6, "tot = 1\n"))
     text = typed(history, text, *keys(0, "# \n"), *keys(12, "al"))
     assert text == "# \nx = 1\ntotal = 1\n"
-    assert predict(text, history.edits, python=True) is None
+    assert predict(text, history.edits, syntax="python") is None
 
 
-def test_only_python_is_predicted() -> None:
+def test_a_rename_needs_a_language_whose_scopes_are_read() -> None:
     history = EditHistory()
     text = typed(history, TWO_FUNCTIONS, Splice(9, 13, "width"))
-    assert predict(text, history.edits, python=False) is None
-    assert is_python("file:///a.py", "") and is_python("file:///a", "python")
-    assert not is_python("file:///a.py", "javascript") and not is_python("file:///a.js", "")
+    assert predict(text, history.edits, syntax=None) is None
+    assert predict(text, history.edits, syntax="python") is not None
+
+
+@pytest.mark.parametrize(
+    ("uri", "language_id", "syntax"),
+    [
+        ("file:///a.py", "", "python"),
+        ("file:///a", "python", "python"),
+        ("file:///a.py", "javascript", "javascript"),  # the editor's language id wins
+        ("file:///a.js", "", "javascript"),
+        ("file:///a.mjs", "", "javascript"),
+        ("file:///a.jsx", "javascriptreact", "javascript"),
+        ("file:///a.ts", "", "typescript"),
+        ("file:///a.tsx", "typescriptreact", "tsx"),
+        ("file:///a.tsx?x=1", "", "tsx"),
+        ("file:///a.go", "go", None),
+        ("file:///a.rs", "", None),
+        ("file:///dir.ts/Makefile", "", None),
+    ],
+)
+def test_the_syntax_of_a_document(uri: str, language_id: str, syntax: Syntax | None) -> None:
+    assert syntax_of(uri, language_id) == syntax
 
 
 # -- the service ---------------------------------------------------------------------
@@ -299,11 +320,13 @@ DECORATED = (
 )
 
 
-def repeated(source: str, at: int, old: str, new: str, python: bool = True) -> str | None:
+def repeated(
+    source: str, at: int, old: str, new: str, syntax: Syntax | None = "python"
+) -> str | None:
     """The text after the user's edit and the offered repeat applied; None if none offered."""
     history = EditHistory()
     text = typed(history, source, Splice(at, at + len(old), new))
-    prediction = predict(text, history.edits, python=python)
+    prediction = predict(text, history.edits, syntax=syntax)
     if prediction is None:
         return None
     assert prediction.kind == "repeat" and len(prediction.edits) == 1
@@ -320,7 +343,7 @@ def test_the_same_edit_is_offered_on_the_next_line_like_it() -> None:
 def test_a_repeat_keeps_the_other_lines_indentation_and_works_in_any_language() -> None:
     source = "function f() {\n  call(a, 1);\n}\n    call(a, 1);\n"
     at = source.index("1)")
-    after = repeated(source, at, "1", "1, true", python=False)
+    after = repeated(source, at, "1", "1, true", syntax=None)
     assert after == "function f() {\n  call(a, 1, true);\n}\n    call(a, 1, true);\n"
 
 
@@ -328,7 +351,7 @@ def test_one_repeat_at_a_time_the_nearest_after_the_edit() -> None:
     source = "x = f(1)\n" * 4
     history = EditHistory()
     text = typed(history, source, Splice(source.index("1", 9), source.index("1", 9) + 1, "2"))
-    prediction = predict(text, history.edits, python=False)
+    prediction = predict(text, history.edits, syntax=None)
     assert prediction is not None and prediction.label == "the same edit at line 3"
 
 
@@ -342,4 +365,4 @@ def test_one_repeat_at_a_time_the_nearest_after_the_edit() -> None:
     ],
 )
 def test_no_repeat_is_offered(source: str, needle: str, old: str, new: str) -> None:
-    assert repeated(source, source.index(needle), old, new, python=False) is None
+    assert repeated(source, source.index(needle), old, new, syntax=None) is None

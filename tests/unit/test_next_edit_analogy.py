@@ -89,7 +89,7 @@ def test_a_sure_changed_line_is_the_smallest_edit_and_keeps_its_indentation() ->
     analogy = analogy_for(text, history.edits[-1])
     assert analogy is not None
     answer, probs = answer_of(f"  return hashlib.sha256(x{FIX}).hexdigest()")
-    prediction = analogy_prediction(text, analogy, answer, probs, 0.7, python=True)
+    prediction = analogy_prediction(text, analogy, answer, probs, 0.7, syntax="python")
     assert prediction is not None and prediction.kind == "analogy"
     (edit,) = prediction.edits
     assert text[: edit.start] + edit.new + text[edit.end :] == HASHES.replace("(x).", f"(x{FIX}).")
@@ -103,19 +103,19 @@ def test_unsure_unchanged_unfinished_or_unparsable_answers_are_not_shown() -> No
     sure = f"return hashlib.sha256(x{FIX}).hexdigest()"
     answer, probs = answer_of(sure)
     shaky = (*probs[:3], (probs[3][0], 0.4), *probs[4:])  # one token below the threshold
-    assert analogy_prediction(text, analogy, answer, shaky, 0.7, python=True) is None
-    assert analogy_prediction(text, analogy, answer, shaky, 0.3, python=True) is not None
+    assert analogy_prediction(text, analogy, answer, shaky, 0.7, syntax="python") is None
+    assert analogy_prediction(text, analogy, answer, shaky, 0.3, syntax="python") is not None
     # The line's end counts: unsure the line stops there, it is not shown.
     ending = (*probs[:-1], (probs[-1][0], 0.2))
     assert line_confidence(answer, ending) == 0.2
-    assert analogy_prediction(text, analogy, answer, ending, 0.7, python=True) is None
+    assert analogy_prediction(text, analogy, answer, ending, 0.7, syntax="python") is None
     same, same_probs = answer_of("return hashlib.sha256(x).hexdigest()")
-    assert analogy_prediction(text, analogy, same, same_probs, 0.7, python=True) is None
-    assert analogy_prediction(text, analogy, sure, probs[:-1], 0.7, python=True) is None
+    assert analogy_prediction(text, analogy, same, same_probs, 0.7, syntax="python") is None
+    assert analogy_prediction(text, analogy, sure, probs[:-1], 0.7, syntax="python") is None
     broken, broken_probs = answer_of(f"return hashlib.sha256(x{FIX}.hexdigest()")
-    assert analogy_prediction(text, analogy, broken, broken_probs, 0.7, python=True) is None
+    assert analogy_prediction(text, analogy, broken, broken_probs, 0.7, syntax="python") is None
     # Where no parser tells (another language), the same answer is shown.
-    assert analogy_prediction(text, analogy, broken, broken_probs, 0.7, python=False) is not None
+    assert analogy_prediction(text, analogy, broken, broken_probs, 0.7, syntax=None) is not None
 
 
 class ScriptedModel:

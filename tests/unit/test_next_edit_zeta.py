@@ -109,7 +109,7 @@ def predicted(
     answer_text: str, probabilities: tuple[tuple[int, float], ...] = SURE
 ) -> Prediction | None:
     question = zeta_question("point.py", TEXT, CURSOR_AT, [LATEST])
-    return zeta_prediction(TEXT, question, answer_text, probabilities, 0.7, LATEST, True)
+    return zeta_prediction(TEXT, question, answer_text, probabilities, 0.7, LATEST, "python")
 
 
 def test_the_field_added_is_offered_as_the_smallest_edit() -> None:
@@ -206,10 +206,10 @@ def test_more_than_a_small_group_of_edits_is_not_shown() -> None:
     question = zeta_question("m.py", text, 0, [Edit(0, "b0", "a0")])
     rewritten = text.replace(" = ", " == 0 or ")  # six lines changed, apart
     answer = answer_for(question, text, rewritten)
-    assert zeta_prediction(text, question, answer, SURE, 0.7, Edit(0, "b0", "a0"), False) is None
+    assert zeta_prediction(text, question, answer, SURE, 0.7, Edit(0, "b0", "a0"), None) is None
     fewer = text.replace("a1 = ", "a1 += ").replace("a3 = ", "a3 += ")
     shown = zeta_prediction(text, question, answer_for(question, text, fewer), SURE, 0.7,
-                            Edit(0, "b0", "a0"), False)  # fmt: skip
+                            Edit(0, "b0", "a0"), None)  # fmt: skip
     assert shown is not None and len(shown.edits) == 2
 
 

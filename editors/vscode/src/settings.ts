@@ -284,7 +284,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     type: 'boolean',
     default: true,
     description:
-      'Suggest the next edit after you pause: the same rename at an identifier\'s other uses in its scope (Python), drawn where it goes (the old text struck through, the new as ghost text). Tab goes there, Tab again applies it, Esc dismisses it. Off: the server records no edits and suggests none.',
+      'Suggest the next edit after you pause: the same rename at an identifier\'s other uses in its scope (Python, JavaScript, TypeScript), drawn where it goes (the old text struck through, the new as ghost text). Tab goes there, Tab again applies it, Esc dismisses it. Off: the server records no edits and suggests none.',
   },
   {
     key: 'nextEdit.model',
