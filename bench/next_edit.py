@@ -30,8 +30,8 @@ recall by kind of commit: a rename (every hunk renames the same identifier), a r
 ``--model`` adds the like changes a local model is sure of (next_edit/analogy.py); ``--team-url``
 asks a team's OpenAI-compatible server for them instead (nextEdit.team), as the server does:
 over /v1/completions with log-probabilities (team/next_edit_model.py); with ``--team-format
-zeta``, a trained next-edit model's region rewrites (next_edit/zeta.py), for a team that serves
-one (not measured here: no such weights can be fetched).
+zeta`` or ``sweep``, a trained next-edit model's region rewrites (next_edit/zeta.py,
+sweep.py), for a team that serves one (not measured here: no such weights can be fetched).
 
 The held-out file (Textualize/rich, fastapi/fastapi) was built after the prediction rules were
 settled on the first one, and measured once.
@@ -51,6 +51,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -294,10 +295,15 @@ class _Recording:
         return decoded
 
     async def rewrite(
-        self, prompt: str, until: str, max_tokens: int, seconds: float, cancel: CancelToken
+        self,
+        prompt: str,
+        until: Sequence[str],
+        max_tokens: int,
+        seconds: float,
+        cancel: CancelToken,
     ) -> Decoded:
-        """A region model's answer (the team's, ``--team-format zeta``); its confidence: the
-        least probability of its tokens, as next_edit/zeta.py gates it."""
+        """A region model's answer (the team's, ``--team-format zeta|sweep``); its
+        confidence: the least probability of its tokens, as next_edit/region.py gates it."""
         assert isinstance(self.model, _TeamModel)
         decoded = await self.model.rewrite(prompt, until, max_tokens, seconds, cancel)
         self.last = min((chance for _, chance in decoded.probs), default=0.0)
@@ -319,7 +325,12 @@ class _TeamModel:
             await client.aclose()
 
     async def rewrite(
-        self, prompt: str, until: str, max_tokens: int, seconds: float, cancel: CancelToken
+        self,
+        prompt: str,
+        until: Sequence[str],
+        max_tokens: int,
+        seconds: float,
+        cancel: CancelToken,
     ) -> Decoded:
         client = TeamClient(self.settings)
         try:
@@ -378,8 +389,9 @@ def run_history(
         started = time.perf_counter()
         # Every answer of the model is kept (threshold 0) and the gate applied here, so that
         # one run gives the whole curve.
-        region = recording if team_format == "zeta" else None
-        ask = None if recording is None else ModelAsk(recording, 0.0, seconds, region=region)
+        region = recording if team_format in ("zeta", "sweep") else None
+        ask = None if recording is None else ModelAsk(recording, 0.0, seconds, region=region,
+                                                      region_format=team_format)  # fmt: skip
         if recording is not None:
             recording.last = None
         asked_before = service.stats()["model"]["asked"]
@@ -529,9 +541,10 @@ def main() -> None:
         help="history: the like changes of a team's server "
         "(its /v1 URL; the key from LSP_INFER_TEAM_API_KEY) instead of --model",
     )
-    parser.add_argument("--team-format", choices=("analogy", "zeta"), default="analogy",
-                        help="with --team-url: what the team's model is asked "
-                        "(nextEdit.teamFormat; zeta: a trained next-edit model)")  # fmt: skip
+    parser.add_argument("--team-format", choices=("analogy", "zeta", "sweep"),
+                        default="analogy", help="with --team-url: what the team's model is "
+                        "asked (nextEdit.teamFormat; zeta, sweep: a trained next-edit "
+                        "model)")  # fmt: skip
     parser.add_argument("--team-model", help="with --team-url: the served model's name "
                         "(default: the first the server lists)")  # fmt: skip
     args = parser.parse_args()

@@ -163,9 +163,10 @@ class NextEditSettings:
     # minProbability, or 0.7 (measured on the embedded models, not on the team's).
     team: bool = False
     # What the team's model is asked: "analogy", the like change above (any code model);
-    # "zeta", the region around the cursor rewritten in Zed's Zeta format, for a team that
-    # serves a trained next-edit model (next_edit/zeta.py: untested here without its weights).
-    team_format: str = _choice("analogy", ("analogy", "zeta"))
+    # "zeta" / "sweep", the region around the cursor rewritten in Zed's Zeta format or in
+    # Sweep's, for a team that serves such a trained next-edit model (next_edit/zeta.py,
+    # sweep.py: untested here without their weights).
+    team_format: str = _choice("analogy", ("analogy", "zeta", "sweep"))
 
 
 @dataclass(kw_only=True)

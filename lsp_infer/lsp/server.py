@@ -494,8 +494,10 @@ def next_edit_model(ls: LspInferServer, uri: str) -> ModelAsk | None:
     threshold = settings.next_edit.min_probability or TEAM_MIN_PROBABILITY
     seconds = settings.team.completion_timeout_ms / 1000
     team = TeamNextEditModel(client, affinity=uri)
-    region = team if settings.next_edit.team_format == "zeta" else None
-    return ModelAsk(team, threshold, seconds, tier="team", fallback=local, region=region)
+    team_format = settings.next_edit.team_format
+    region = team if team_format in ("zeta", "sweep") else None
+    return ModelAsk(team, threshold, seconds, tier="team", fallback=local, region=region,
+                    region_format=team_format)  # fmt: skip
 
 
 def _local_line_ask(ls: LspInferServer) -> ModelAsk | None:

@@ -9,7 +9,7 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,8 +21,9 @@ from lsp_infer.documents import Snapshot, Splice
 from lsp_infer.next_edit.analogy import analogy_for, analogy_prediction, analogy_prompt
 from lsp_infer.next_edit.history import Edit, EditHistories
 from lsp_infer.next_edit.predict import Prediction, predict, renamed_in_code
+from lsp_infer.next_edit.sweep import sweep_prediction, sweep_question
 from lsp_infer.next_edit.syntax import Syntax, syntax_of
-from lsp_infer.next_edit.zeta import REGION_END, zeta_prediction, zeta_question
+from lsp_infer.next_edit.zeta import zeta_prediction, zeta_question
 from lsp_infer.stats import percentile
 
 log = logging.getLogger(__name__)
@@ -41,12 +42,25 @@ class LineModel(Protocol):
 
 class RegionModel(Protocol):
     """A trained next-edit model that writes a region out again with its edits
-    (next_edit/zeta.py): the team's server (team/next_edit_model.py). ``prompt`` continued
-    until ``until`` has been written; BackendUnavailable when it cannot answer."""
+    (next_edit/zeta.py, sweep.py): the team's server (team/next_edit_model.py). ``prompt``
+    continued until one of ``until`` has been written; BackendUnavailable when it cannot
+    answer."""
 
     async def rewrite(
-        self, prompt: str, until: str, max_tokens: int, seconds: float, cancel: CancelToken
+        self,
+        prompt: str,
+        until: Sequence[str],
+        max_tokens: int,
+        seconds: float,
+        cancel: CancelToken,
     ) -> Decoded: ...
+
+
+# nextEdit.teamFormat's region formats: how the question is put, and how the answer is read.
+REGION_FORMATS = {
+    "zeta": (zeta_question, zeta_prediction),
+    "sweep": (sweep_question, sweep_prediction),
+}
 
 
 @dataclass(frozen=True)
@@ -64,6 +78,7 @@ class ModelAsk:
     tier: str = "local"
     fallback: ModelAsk | None = None
     region: RegionModel | None = None
+    region_format: str = "zeta"  # nextEdit.teamFormat: "zeta" or "sweep"
 
 
 @dataclass(frozen=True)
@@ -184,11 +199,14 @@ class NextEdits:
         snapshot, latest, syntax = question.snapshot, question.latest, question.syntax
         name = snapshot.uri.rsplit("/", 1)[-1].split("?", 1)[0]
         if ask.region is not None:
-            zeta = zeta_question(name, snapshot.text, question.cursor, question.edits)
+            build, judge = REGION_FORMATS[ask.region_format]
+            region = build(name, snapshot.text, question.cursor, question.edits)
+            if region is None:
+                return None  # the text holds the model's own markers
             decoded, seconds = await self._timed(ask, ask.region.rewrite(
-                zeta.prompt, REGION_END, zeta.max_tokens, ask.seconds, token))  # fmt: skip
-            prediction = zeta_prediction(snapshot.text, zeta, decoded.text, decoded.probs,
-                                         ask.min_probability, latest, syntax)  # fmt: skip
+                region.prompt, region.until, region.max_tokens, ask.seconds, token))  # fmt: skip
+            prediction = judge(snapshot.text, region, decoded.text, decoded.probs,
+                               ask.min_probability, latest, syntax)  # fmt: skip
         else:
             analogy = analogy_for(snapshot.text, latest)
             if analogy is None:

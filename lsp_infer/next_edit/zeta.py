@@ -11,11 +11,8 @@ benchmark sends it, ``NextEditPredictionDataset``). One difference: Zed grows th
 region to the enclosing syntax node that fits; here it grows a line at a time, as Zed does
 where no node fits.
 
-What is shown, and only when all of it holds: the rewritten region parsed between exactly one
-start and one end marker; at most ``MAX_EDITS`` edits of at most ``MAX_CHANGED_CHARS`` in
-all; none of them inside the text the user just typed (never undo the user's edit); every
-token of the answer at least ``min_probability`` likely; in a language whose parser is here
-(syntax.py), the file still parses.
+The rewritten region is read between exactly one start and one end marker; what of it is
+shown, region.py decides.
 """
 
 from __future__ import annotations
@@ -23,11 +20,11 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from lsp_infer.next_edit.history import Edit
-from lsp_infer.next_edit.predict import Prediction, TextEdit, applied, smallest_edit
-from lsp_infer.next_edit.syntax import Syntax, parses
+from lsp_infer.next_edit.predict import Prediction
+from lsp_infer.next_edit.region import RegionQuestion, line_starts_of, region_prediction
+from lsp_infer.next_edit.syntax import Syntax
 
 CURSOR = "<|user_cursor_is_here|>"
 START_OF_FILE = "<|start_of_file|>"
@@ -46,18 +43,7 @@ INSTRUCTION = (
     "excerpt, taking into account the cursor location."
 )
 
-MAX_EDITS = 4  # a small group, not a rewrite of the region
-MAX_CHANGED_CHARS = 400
-
-
-@dataclass(frozen=True)
-class ZetaQuestion:
-    """The prompt, and where its editable region is in the text it was made from."""
-
-    prompt: str
-    region_start: int  # at a line's start
-    region_end: int  # at a line's end (before its newline)
-    max_tokens: int  # room for the excerpt written out again
+ZetaQuestion = RegionQuestion  # until: the region's end marker
 
 
 def _tokens(text: str) -> int:
@@ -85,7 +71,7 @@ def _events(path: str, text: str, edits: Sequence[Edit]) -> str:
     written: list[str] = []
     budget = EVENT_TOKENS
     for edit in reversed(edits):
-        diff = _hunk(edit.undone(text), text, edit)
+        diff = edit_hunk(edit.undone(text), text, edit)
         if not diff:
             continue
         event = f'User edited "{path}":\n```diff\n{diff}\n```'
@@ -96,7 +82,7 @@ def _events(path: str, text: str, edits: Sequence[Edit]) -> str:
     return "\n\n".join(written)
 
 
-def _hunk(before: str, after: str, edit: Edit) -> str:
+def edit_hunk(before: str, after: str, edit: Edit) -> str:
     """``edit`` as one unified-diff hunk with 3 lines of context (a window of the file
     diffed, not all of it: a long file costs no more), without the file header lines."""
     lo = max(0, before.count("\n", 0, edit.start) - 3)
@@ -116,15 +102,13 @@ def _hunk(before: str, after: str, edit: Edit) -> str:
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
-def zeta_question(path: str, text: str, cursor: int, edits: Sequence[Edit]) -> ZetaQuestion:
+def zeta_question(path: str, text: str, cursor: int, edits: Sequence[Edit]) -> RegionQuestion:
     """The Zeta prompt for ``text`` (the document now) with the cursor at ``cursor``."""
     lines = text.split("\n")
     row = text.count("\n", 0, cursor)
     first, last = _expand(lines, row, row, REWRITE_TOKENS)
     above, below = _expand(lines, first, last, CONTEXT_TOKENS)
-    starts = [0]
-    for line in lines[:-1]:
-        starts.append(starts[-1] + len(line) + 1)
+    starts = line_starts_of(lines)
     region_start, region_end = starts[first], starts[last] + len(lines[last])
     context_start, context_end = starts[above], starts[below] + len(lines[below])
     excerpt = (
@@ -143,7 +127,8 @@ def zeta_question(path: str, text: str, cursor: int, edits: Sequence[Edit]) -> Z
         f"### Instruction:\n{INSTRUCTION}\n\n### User Edits:\n\n{_events(path, text, edits)}"
         f"\n\n### User Excerpt:\n\n{excerpt}\n\n### Response:\n\n"
     )
-    return ZetaQuestion(prompt, region_start, region_end, min(2048, 2 * _tokens(excerpt) + 64))
+    max_tokens = min(2048, 2 * _tokens(excerpt) + 64)
+    return RegionQuestion(prompt, region_start, region_end, max_tokens, (REGION_END,))
 
 
 def rewritten_region(answer: str) -> str | None:
@@ -165,47 +150,16 @@ def rewritten_region(answer: str) -> str | None:
 
 def zeta_prediction(
     text: str,
-    question: ZetaQuestion,
+    question: RegionQuestion,
     answer: str,
     probabilities: Sequence[tuple[int, float]],
     min_probability: float,
     latest: Edit,
     syntax: Syntax | None,
 ) -> Prediction | None:
-    """The model's ``answer`` as a prediction, or None (see the module's docstring)."""
+    """The model's ``answer`` as a prediction, or None (region.py says when)."""
     region = rewritten_region(answer)
-    if region is None or not probabilities:
+    if region is None:
         return None
-    if min(chance for _, chance in probabilities) < min_probability:
-        return None
-    old = text[question.region_start : question.region_end]
-    if region == old:
-        return None
-    edits = _line_edits(text, question.region_start, old, region)
-    changed = sum(edit.end - edit.start + len(edit.new) for edit in edits)
-    if not edits or len(edits) > MAX_EDITS or changed > MAX_CHANGED_CHARS:
-        return None
-    if any(edit.start < latest.end and latest.start < edit.end for edit in edits):
-        return None  # it would take back what the user just typed
-    if syntax is not None and not parses(applied(text, edits), syntax):
-        return None
-    line = text.count("\n", 0, edits[0].start) + 1
-    more = f" (and {len(edits) - 1} more)" if len(edits) > 1 else ""
-    return Prediction("region", tuple(edits), f"an edit at line {line}{more}")
-
-
-def _line_edits(text: str, offset: int, old: str, new: str) -> list[TextEdit]:
-    """``old`` (at ``offset`` in ``text``) → ``new`` as the smallest edits, one per changed
-    run of lines."""
-    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    starts = [offset]
-    for line in old_lines:
-        starts.append(starts[-1] + len(line))
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    edits = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            edit = smallest_edit(text, starts[i1], starts[i2], "".join(new_lines[j1:j2]))
-            if edit.start != edit.end or edit.new:
-                edits.append(edit)
-    return edits
+    return region_prediction(text, question, region, probabilities, min_probability, latest,
+                             syntax)  # fmt: skip

@@ -298,10 +298,13 @@ class TeamClient:
         on_text: Callable[[str], None] | None = None,
         logprobs: bool = False,
         until: Callable[[str], bool] | None = None,
+        keep_special_tokens: bool = False,
     ) -> TeamAnswer:
         """``prompt`` continued (greedy). ``logprobs``: with each token's log-probability;
         ``until``: the stream is closed (and the server stops) once it holds for the text so
-        far, and the answer is what came until then (finish_reason "until")."""
+        far, and the answer is what came until then (finish_reason "until");
+        ``keep_special_tokens``: special tokens written into the text (vLLM's
+        ``skip_special_tokens`` false; a server that does not know the field ignores it)."""
         body: dict[str, Any] = {
             "model": await self.model(),
             "prompt": prompt,
@@ -310,6 +313,8 @@ class TeamClient:
         }
         if logprobs:
             body["logprobs"] = 1  # the chosen token's, and the one most likely (the same)
+        if keep_special_tokens:
+            body["skip_special_tokens"] = False
         if stop:
             # The OpenAI API takes at most 4 stop sequences, and gateways that check requests
             # against it refuse more (vllm-router: HTTP 400); the rest are cut here.

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from lsp_infer.core.backend import MAX_LINE_TOKENS, BackendUnavailable, Decoded, StopReason
@@ -82,11 +82,19 @@ class TeamNextEditModel:
         return decoded_line(answer)
 
     async def rewrite(
-        self, prompt: str, until: str, max_tokens: int, seconds: float, cancel: CancelToken
+        self,
+        prompt: str,
+        until: Sequence[str],
+        max_tokens: int,
+        seconds: float,
+        cancel: CancelToken,
     ) -> Decoded:
-        """``prompt`` continued until ``until`` has been written (then "end"; else
-        "max_tokens"), as ``continue_line``."""
-        answer = await self._ask(prompt, max_tokens, lambda text: until in text, seconds, cancel)
+        """``prompt`` continued until one of ``until`` has been written (then "end"; else
+        "max_tokens"), as ``continue_line``. The server keeps special tokens in the text:
+        Sweep's models end their answer with one (``<|file_sep|>``)."""
+        answer = await self._ask(prompt, max_tokens,
+                                 lambda text: any(marker in text for marker in until),
+                                 seconds, cancel, keep_special_tokens=True)  # fmt: skip
         return decoded_text(answer)
 
     async def _ask(
@@ -96,12 +104,14 @@ class TeamNextEditModel:
         until: Callable[[str], bool],
         seconds: float,
         cancel: CancelToken,
+        keep_special_tokens: bool = False,
     ) -> TeamAnswer:
         async with self._client.lease():
             request = asyncio.ensure_future(
                 self._client.completion(
                     prompt, max_tokens, priority=INTERACTIVE_PRIORITY,
                     affinity=self._affinity, logprobs=True, until=until,
+                    keep_special_tokens=keep_special_tokens,
                 )
             )  # fmt: skip
             given_up = time.monotonic() + seconds

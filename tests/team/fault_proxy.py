@@ -17,6 +17,9 @@ the fault named by <mode>:
   zeta       answer a completions request as a trained Zeta next-edit model would (no such
              model's weights can be fetched here): its prompt's editable region written out
              again with ``self.z = z`` after a ``self.y = y`` line, streamed with logprobs
+  sweep      the same as a trained Sweep next-edit model would: the prompt's current window
+             written out again with that line, ended by ``<|file_sep|>`` (its special token,
+             in the text as vLLM writes it with skip_special_tokens false)
 Every request is appended to LOG_FILE as ``#<n> <mode> <METHOD> /<path>`` and its body, so
 tests can check what left the client. So is its end: ``DONE #<n>`` when the whole answer
 went out (for a stream: once its ``data: [DONE]`` did), ``GONE #<n>`` when the client
@@ -88,6 +91,8 @@ async def proxy(request: Request) -> Response:
         return Response(b"{this is not json", media_type="application/json")
     if mode == "zeta":
         return zeta_answer(json.loads(body)["prompt"])
+    if mode == "sweep":
+        return sweep_answer(json.loads(body)["prompt"])
     if mode == "429once" and first_time(mode, path):
         return JSONResponse({"error": "busy"}, status_code=429, headers={"Retry-After": "1"})
     headers = {
@@ -138,7 +143,19 @@ def zeta_answer(prompt: str) -> Response:
     region = prompt[prompt.index(start) + len(start) : prompt.index(end)]
     region = region.replace("<|user_cursor_is_here|>", "")
     region = region.replace("self.y = y\n", "self.y = y\n        self.z = z\n")
-    text = f"```{start}{region}{end}\n```"
+    return streamed(f"```{start}{region}{end}\n```")
+
+
+def sweep_answer(prompt: str) -> Response:
+    """A Sweep model's answer to ``prompt`` (next_edit/sweep.py), as a completions stream."""
+    current = prompt.index("\n", prompt.index("<|file_sep|>current/")) + 1
+    window = prompt[current : prompt.index("<|file_sep|>updated/")]
+    return streamed(window.replace("self.y = y\n", "self.y = y\n        self.z = z\n")
+                    + "<|file_sep|>")  # fmt: skip
+
+
+def streamed(text: str) -> Response:
+    """``text`` as a completions stream of 16-character pieces, each token sure."""
     pieces = [text[at : at + 16] for at in range(0, len(text), 16)]
 
     def event(piece: str, finish: str | None) -> bytes:

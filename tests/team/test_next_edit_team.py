@@ -103,13 +103,15 @@ POINT = "class Point:\n    def __init__(self, x, y):\n        self.x = x\n      
 
 
 @pytest.mark.faults
-async def test_a_trained_next_edit_model_rewrites_the_region_in_zetas_format(
-    client: LanguageClient, team_server: TeamServer, tmp_path: Path
+@pytest.mark.parametrize("team_format", ["zeta", "sweep"])
+async def test_a_trained_next_edit_model_rewrites_the_region_in_its_format(
+    client: LanguageClient, team_server: TeamServer, tmp_path: Path, team_format: str
 ) -> None:
-    # The proxy answers as a Zeta model would (its weights cannot be fetched here): the server's
-    # prompt, the stream, the region read back and the edit made of it are the real ones.
-    await start(client, tmp_path, settings(team_server, "zeta"),
-                nextEdit={"team": True, "teamFormat": "zeta"})  # fmt: skip
+    # The proxy answers as a Zeta or a Sweep model would (their weights cannot be fetched
+    # here): the server's prompt, the stream, the region read back and the edit made of it are
+    # the real ones.
+    await start(client, tmp_path, settings(team_server, team_format),
+                nextEdit={"team": True, "teamFormat": team_format})  # fmt: skip
     name = marker()
     uri = open_file(client, tmp_path / f"{name}.py", f"# {name}\n{POINT}")
     at = types.Position(line=2, character=POINT.split("\n")[1].index(", y)") + 3)
@@ -129,6 +131,14 @@ async def test_a_trained_next_edit_model_rewrites_the_region_in_zetas_format(
         "text": "        self.z = z\n",
     }], result  # fmt: skip
     request = next(entry for entry in team_server.with_marker(name))
-    prompt = json.loads(request.body)["prompt"]
-    assert "<|editable_region_start|>" in prompt and 'User edited "' in prompt, prompt
-    assert "y, z<|user_cursor_is_here|>):" in prompt
+    body = json.loads(request.body)
+    prompt = body["prompt"]
+    if team_format == "zeta":
+        assert "<|editable_region_start|>" in prompt and 'User edited "' in prompt, prompt
+        assert "y, z<|user_cursor_is_here|>):" in prompt
+    else:  # the edit as a diff block, the window before it and now, the updated block open
+        assert f"<|file_sep|>{name}.py.diff\noriginal:\n" in prompt, prompt
+        assert "def __init__(self, x, y):" in prompt.split("<|file_sep|>original/")[1]
+        assert "def __init__(self, x, y, z):" in prompt.split("<|file_sep|>current/")[1]
+        assert prompt.endswith(f"<|file_sep|>updated/{name}.py\n"), prompt
+        assert body["skip_special_tokens"] is False

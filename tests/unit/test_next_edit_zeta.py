@@ -6,6 +6,7 @@ can be fetched here)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 
@@ -147,8 +148,14 @@ class ScriptedRegionModel:
         self.prompts: list[str] = []
 
     async def rewrite(
-        self, prompt: str, until: str, max_tokens: int, seconds: float, cancel: CancelToken
+        self,
+        prompt: str,
+        until: Sequence[str],
+        max_tokens: int,
+        seconds: float,
+        cancel: CancelToken,
     ) -> Decoded:
+        assert until == (REGION_END,)
         self.prompts.append(prompt)
         if not self.available:
             raise BackendUnavailable("the team's server is down")

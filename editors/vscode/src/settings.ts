@@ -313,9 +313,9 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     key: 'nextEdit.teamFormat',
     type: 'string',
     default: 'analogy',
-    enum: ['analogy', 'zeta'],
+    enum: ['analogy', 'zeta', 'sweep'],
     description:
-      'What the team\'s model is asked (with nextEdit.team). analogy: the same change on a line like the one you edited (any code model). zeta: the region around the cursor rewritten in Zed\'s Zeta format, for a team serving a trained next-edit model (untested without its weights).',
+      'What the team\'s model is asked (with nextEdit.team). analogy: the same change on a line like the one you edited (any code model). zeta / sweep: the region around the cursor rewritten in Zed\'s Zeta format or Sweep\'s, for a team serving such a trained next-edit model (untested without their weights).',
   },
   {
     key: 'team.url',
