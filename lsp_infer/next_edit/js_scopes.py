@@ -18,8 +18,9 @@ constructor's parameter property (``constructor(private a)``: ``this.a`` too), i
 name that is also a type's (a class: ``let p: Point = new Point()``; which of the two a name
 means takes the type checker), a name a JSDoc type uses (``@param {Buffer} body``: TypeScript
 renames it there, which is not followed here), a file with ``with`` (names resolved at run
-time), a file the grammar cannot parse. ``names_nearby`` holds the globals the file reads and
-the common ones (``GLOBALS``) too: a rename to ``console`` means the global.
+time), a file the grammar cannot parse, a file over ``MAX_SOURCE_CHARS``. ``names_nearby``
+holds the globals the file reads and the common ones (``GLOBALS``) too: a rename to
+``console`` means the global.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ from tree_sitter import Language, Node, Parser
 from lsp_infer.next_edit.bindings import Binding, Occurrence, inside, occurrence_at
 
 Dialect = Literal["javascript", "typescript", "tsx"]
+
+# A larger file (a bundle, generated code) gets no rename: its scopes are walked in Python on
+# the server's event loop, about 1 ms a thousand characters on two cores (bench/HISTORY.md,
+# "Renames in JavaScript and TypeScript").
+MAX_SOURCE_CHARS = 100_000
 
 # The words no binding can be named (ECMAScript's reserved words, with those strict mode and
 # modules add), and TypeScript's contextual ones that a rename should not produce.
@@ -279,6 +285,8 @@ def same_binding(source: str, offset: int, dialect: Dialect) -> Binding | None:
     """The binding named at ``offset`` (within or at the end of an identifier) and all its
     occurrences; None when the file does not parse, nothing is named there, or a rename could
     not follow the binding everywhere (see the module's docstring)."""
+    if len(source) > MAX_SOURCE_CHARS:
+        return None
     try:
         parsed = _parse(source, dialect)
         if parsed is None:

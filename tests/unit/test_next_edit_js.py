@@ -223,6 +223,13 @@ def test_a_rename_is_carried_to_the_same_binding(
             "done",
             "javascript",
         ),
+        # A file too large to walk on the event loop (a bundle).
+        (
+            "function f(wdth) {\n  return wdth;\n}\n" + "// padding\n" * 10_000,
+            "f(wdth",
+            "width",
+            "javascript",
+        ),
         # A reserved word is no name.
         ("function f(wdth) {\n  return wdth;\n}\n", "f(wdth", "class", "javascript"),
         # A file the grammar cannot read (the user is mid-way elsewhere).
