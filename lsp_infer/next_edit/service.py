@@ -206,7 +206,8 @@ class NextEdits:
             decoded, seconds = await self._timed(ask, ask.region.rewrite(
                 region.prompt, region.until, region.max_tokens, ask.seconds, token))  # fmt: skip
             prediction = judge(snapshot.text, region, decoded.text, decoded.probs,
-                               ask.min_probability, latest, syntax)  # fmt: skip
+                               ask.min_probability, latest, syntax,
+                               ended=decoded.stop_reason == "end")  # fmt: skip
         else:
             analogy = analogy_for(snapshot.text, latest)
             if analogy is None:

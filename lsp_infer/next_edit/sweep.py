@@ -13,7 +13,8 @@ Sweep's model cards (``<|file_sep|>original/``, ``current/``, ``updated/``). Zed
 files are not sent.
 
 The model's answer ends at ``<|file_sep|>``, a special token of Qwen2.5-Coder's vocabulary: the
-request asks the server to keep special tokens in the text (vLLM's ``skip_special_tokens``).
+request asks the server to keep special tokens in the text (vLLM's ``skip_special_tokens``);
+a server that stops there on its own and leaves the token out (llama.cpp's) ends it too.
 """
 
 from __future__ import annotations
@@ -113,14 +114,16 @@ def _limited(lines: list[str]) -> str:
     return "\n".join([*lines[:head], "...", *lines[len(lines) - tail :]])
 
 
-def updated_window(answer: str, current: str) -> str | None:
-    """The window as the model wrote it out again: its answer up to the first marker, without
-    the newline that ends the block where the ``current`` window had none (as the prompt
-    added it); None when no marker came (cut short)."""
+def updated_window(answer: str, current: str, ended: bool = False) -> str | None:
+    """The window as the model wrote it out again: its answer up to the first marker (or all
+    of it where the server ended it, ``ended``: a server may stop at ``<|file_sep|>`` as an
+    end-of-generation token and leave it out of the text), without the newline that ends the
+    block where the ``current`` window had none (as the prompt added it); None when neither
+    came (cut short)."""
     ends = [answer.find(marker) for marker in RESERVED if marker in answer]
-    if not ends:
+    if not ends and not ended:
         return None
-    window = answer[: min(ends)]
+    window = answer[: min(ends)] if ends else answer
     return window[:-1] if window.endswith("\n") and not current.endswith("\n") else window
 
 
@@ -132,9 +135,11 @@ def sweep_prediction(
     min_probability: float,
     latest: Edit,
     syntax: Syntax | None,
+    ended: bool = False,
 ) -> Prediction | None:
-    """The model's ``answer`` as a prediction, or None (region.py says when)."""
-    window = updated_window(answer, text[question.region_start : question.region_end])
+    """The model's ``answer`` as a prediction, or None (region.py says when). ``ended``: the
+    server ended the answer itself (not cut at the token limit)."""
+    window = updated_window(answer, text[question.region_start : question.region_end], ended)
     if window is None:
         return None
     return region_prediction(text, question, window, probabilities, min_probability, latest,

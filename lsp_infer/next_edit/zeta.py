@@ -156,8 +156,11 @@ def zeta_prediction(
     min_probability: float,
     latest: Edit,
     syntax: Syntax | None,
+    ended: bool = False,
 ) -> Prediction | None:
-    """The model's ``answer`` as a prediction, or None (region.py says when)."""
+    """The model's ``answer`` as a prediction, or None (region.py says when). Whether the
+    server ended it (``ended``) does not matter: the region's end marker must be there."""
+    del ended
     region = rewritten_region(answer)
     if region is None:
         return None

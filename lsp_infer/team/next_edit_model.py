@@ -95,7 +95,12 @@ class TeamNextEditModel:
         answer = await self._ask(prompt, max_tokens,
                                  lambda text: any(marker in text for marker in until),
                                  seconds, cancel, keep_special_tokens=True)  # fmt: skip
-        return decoded_text(answer)
+        decoded = decoded_text(answer)
+        if answer.finish_reason == "stop":
+            # The server ended it: an end-of-generation token it keeps out of the text
+            # (llama.cpp's server stops at Qwen's <|file_sep|> and writes nothing).
+            return Decoded(decoded.text, "end", decoded.probs)
+        return decoded
 
     async def _ask(
         self,

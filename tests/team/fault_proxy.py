@@ -20,6 +20,8 @@ the fault named by <mode>:
   sweep      the same as a trained Sweep next-edit model would: the prompt's current window
              written out again with that line, ended by ``<|file_sep|>`` (its special token,
              in the text as vLLM writes it with skip_special_tokens false)
+  sweepstop  the same without the marker, the stream ended ("stop"), as a server that stops
+             at ``<|file_sep|>`` as an end-of-generation token and leaves it out (llama.cpp's)
 Every request is appended to LOG_FILE as ``#<n> <mode> <METHOD> /<path>`` and its body, so
 tests can check what left the client. So is its end: ``DONE #<n>`` when the whole answer
 went out (for a stream: once its ``data: [DONE]`` did), ``GONE #<n>`` when the client
@@ -91,8 +93,8 @@ async def proxy(request: Request) -> Response:
         return Response(b"{this is not json", media_type="application/json")
     if mode == "zeta":
         return zeta_answer(json.loads(body)["prompt"])
-    if mode == "sweep":
-        return sweep_answer(json.loads(body)["prompt"])
+    if mode in ("sweep", "sweepstop"):
+        return sweep_answer(json.loads(body)["prompt"], marker=mode == "sweep")
     if mode == "429once" and first_time(mode, path):
         return JSONResponse({"error": "busy"}, status_code=429, headers={"Retry-After": "1"})
     headers = {
@@ -146,12 +148,13 @@ def zeta_answer(prompt: str) -> Response:
     return streamed(f"```{start}{region}{end}\n```")
 
 
-def sweep_answer(prompt: str) -> Response:
-    """A Sweep model's answer to ``prompt`` (next_edit/sweep.py), as a completions stream."""
+def sweep_answer(prompt: str, marker: bool) -> Response:
+    """A Sweep model's answer to ``prompt`` (next_edit/sweep.py), as a completions stream
+    ended by its marker, or (not ``marker``) by the server without it."""
     current = prompt.index("\n", prompt.index("<|file_sep|>current/")) + 1
     window = prompt[current : prompt.index("<|file_sep|>updated/")]
     return streamed(window.replace("self.y = y\n", "self.y = y\n        self.z = z\n")
-                    + "<|file_sep|>")  # fmt: skip
+                    + ("<|file_sep|>" if marker else ""))  # fmt: skip
 
 
 def streamed(text: str) -> Response:

@@ -103,14 +103,16 @@ POINT = "class Point:\n    def __init__(self, x, y):\n        self.x = x\n      
 
 
 @pytest.mark.faults
-@pytest.mark.parametrize("team_format", ["zeta", "sweep"])
+@pytest.mark.parametrize(
+    ("mode", "team_format"), [("zeta", "zeta"), ("sweep", "sweep"), ("sweepstop", "sweep")]
+)
 async def test_a_trained_next_edit_model_rewrites_the_region_in_its_format(
-    client: LanguageClient, team_server: TeamServer, tmp_path: Path, team_format: str
+    client: LanguageClient, team_server: TeamServer, tmp_path: Path, mode: str, team_format: str
 ) -> None:
     # The proxy answers as a Zeta or a Sweep model would (their weights cannot be fetched
     # here): the server's prompt, the stream, the region read back and the edit made of it are
-    # the real ones.
-    await start(client, tmp_path, settings(team_server, team_format),
+    # the real ones. "sweepstop": the server stopped at Sweep's marker and left it out.
+    await start(client, tmp_path, settings(team_server, mode),
                 nextEdit={"team": True, "teamFormat": team_format})  # fmt: skip
     name = marker()
     uri = open_file(client, tmp_path / f"{name}.py", f"# {name}\n{POINT}")

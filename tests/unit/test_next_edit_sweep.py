@@ -88,17 +88,18 @@ def test_no_prompt_where_the_text_holds_a_marker(text: str, edits: list[Edit], p
 
 
 @pytest.mark.parametrize(
-    ("answer", "current", "window"),
+    ("answer", "current", "ended", "window"),
     [
-        ("a\nb\n<|file_sep|>", "a\nb", "a\nb"),  # the newline the prompt added, taken off
-        ("a\nb\n<|file_sep|>", "a\nb\n", "a\nb\n"),  # the window's own last newline kept
-        ("a\nb\n</s>junk", "a\nb", "a\nb"),
-        ("a\nb\n", "a\nb", None),  # no marker: cut short
-        ("<|file_sep|>", "a", ""),
+        ("a\nb\n<|file_sep|>", "a\nb", False, "a\nb"),  # the prompt's newline taken off
+        ("a\nb\n<|file_sep|>", "a\nb\n", False, "a\nb\n"),  # the window's own kept
+        ("a\nb\n</s>junk", "a\nb", False, "a\nb"),
+        ("a\nb\n", "a\nb", False, None),  # no marker: cut short at the token limit
+        ("a\nb\n", "a\nb", True, "a\nb"),  # the server stopped at the marker, unwritten
+        ("<|file_sep|>", "a", False, ""),
     ],
 )
-def test_the_window_read_back(answer: str, current: str, window: str | None) -> None:
-    assert updated_window(answer, current) == window
+def test_the_window_read_back(answer: str, current: str, ended: bool, window: str | None) -> None:
+    assert updated_window(answer, current, ended) == window
 
 
 def test_a_sure_answer_becomes_the_edit_and_an_unsure_one_nothing() -> None:
