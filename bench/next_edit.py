@@ -10,6 +10,12 @@ editor's rename does.) Also cases where the right answer is no
 prediction: a use changed to another variable that is already in scope (the user meant a
 different variable, not a rename).
 
+With ``--references``, the editor's references come first, as the server has them when the
+cursor rested on the name before the edit (lspInfer/references, next_edit/references.py):
+jedi's answer for the file (what jedi-language-server answers textDocument/references), the
+scope rules where they give nothing; and renames of attributes (``self.name``), which only the
+references can carry, are added (rope renames them too).
+
 Reports, per kind: cases, shown (a prediction was offered), right (of those shown), precision
 of shown, and the time to predict (p50/p95, ms).
 
@@ -22,6 +28,7 @@ recall by kind of commit: a rename (every hunk renames the same identifier), a r
 (the first two hunks make the same change), other.
 
     python bench/next_edit.py --suite renames --cases 600 --seed 0
+    python bench/next_edit.py --suite renames --cases 600 --seed 0 --references
     python bench/next_edit.py --suite history
     python bench/next_edit.py --suite history --file bench/data/next-edit-heldout.jsonl.gz
     python bench/next_edit.py --suite history --model qwen2.5-coder-0.5b
@@ -42,6 +49,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import difflib
+import functools
 import gzip
 import json
 import os
@@ -71,8 +79,13 @@ from lsp_infer.local.lane import ModelLane  # noqa: E402
 from lsp_infer.local.line_model import LocalLineModel  # noqa: E402
 from lsp_infer.local.llama_cpp import LlamaCppBackend  # noqa: E402
 from lsp_infer.next_edit.analogy import line_confidence  # noqa: E402
-from lsp_infer.next_edit.history import EditHistory  # noqa: E402
-from lsp_infer.next_edit.predict import applied, predict, smallest_edit  # noqa: E402
+from lsp_infer.next_edit.history import Edit, EditHistory  # noqa: E402
+from lsp_infer.next_edit.predict import Prediction, applied, predict, smallest_edit  # noqa: E402
+from lsp_infer.next_edit.references import (  # noqa: E402
+    References,
+    references_in,
+    rename_from_references,
+)
 from lsp_infer.next_edit.service import LineModel, ModelAsk, NextEdits  # noqa: E402
 from lsp_infer.next_edit.syntax import Syntax  # noqa: E402
 from lsp_infer.stats import percentile  # noqa: E402
@@ -186,18 +199,72 @@ def _replace(text: str, at: int, old: str, new: str) -> str:
     return text[:at] + new + text[at + len(old) :]
 
 
-def run_case(case: Case) -> tuple[bool, bool, float]:
-    """(shown, right, seconds to predict) for one case, typed as an editor sends it."""
+def attribute_cases_of(module: str, source: str, rng: random.Random, per_module: int
+                       ) -> list[Case]:  # fmt: skip
+    """Renames of an attribute set as ``self.name = …`` (at that line, or at a use), which the
+    scope rules refuse: only the editor's references (``--references``) can carry them."""
+    script = jedi.Script(source, path="case.py")
+    names = [n for n in script.get_names(all_scopes=True, definitions=True, references=False)
+             if n.type == "statement" and _is_attribute(source, n.line, n.column)
+             and not n.name.startswith("__")]  # fmt: skip
+    rng.shuffle(names)
+    found: list[Case] = []
+    seen: set[str] = set()
+    for name in names:
+        if len(found) >= per_module or name.name in seen:
+            continue
+        seen.add(name.name)
+        uses = [(r.line, r.column) for r in _file_references(script, name.line, name.column)
+                if (r.line, r.column) != (name.line, name.column)]  # fmt: skip
+        new = f"{name.name}_{rng.choice(['value', 'new', 'item', 'count'])}"
+        expected = rope_rename(source, name.line, name.column, new)
+        if not uses or expected is None:
+            continue
+        line, column = rng.choice([(name.line, name.column), *uses])
+        kind = "attribute def" if (line, column) == (name.line, name.column) else "attribute use"
+        found.append(Case(module, kind, line, column, name.name, new, source, expected))
+    return found
+
+
+def _file_references(script: jedi.Script, line: int, column: int) -> list[jedi.api.classes.Name]:
+    try:
+        found = script.get_references(line, column, scope="file")
+    except Exception:  # jedi gives up on a few names
+        return []
+    return [r for r in found if r.module_path is None or str(r.module_path).endswith("case.py")]
+
+
+def carry(text: str, found: References, syntax: Syntax, latest: Edit) -> Prediction | None:
+    return rename_from_references(text, latest, found, syntax)
+
+
+def references_before(case: Case) -> list[tuple[int, int]]:
+    """What an editor's language server (jedi, as jedi-language-server answers
+    textDocument/references) says of the name at the case's place, asked before the edit."""
+    script = jedi.Script(case.source, path="case.py")
+    return [(offset_of(case.source, r.line, r.column),
+             offset_of(case.source, r.line, r.column) + len(case.old))
+            for r in _file_references(script, case.line, case.column)]  # fmt: skip
+
+
+def run_case(case: Case, references: bool = False) -> tuple[bool, bool, float]:
+    """(shown, right, seconds to predict) for one case, typed as an editor sends it; with
+    ``references``, the editor's references asked before the edit come first (as the server
+    has them when the cursor rested on the name: lspInfer/references)."""
     at = offset_of(case.source, case.line, case.column)
     history, text = EditHistory(), case.source
     end = at + len(case.old)
     splices = [Splice(end - i - 1, end - i, "") for i in range(len(case.old))]
     splices += [Splice(at + i, at + i, char) for i, char in enumerate(case.new)]
+    found = references_in(case.source, case.old, references_before(case)) if references else None
     for splice in splices:
         history.record(text, splice)
+        if found is not None:
+            found.splice(splice)
         text = text[: splice.start] + splice.new + text[splice.end :]
     started = time.perf_counter()
-    prediction = predict(text, history.edits, syntax=case.syntax)
+    carried = None if found is None else functools.partial(carry, text, found, case.syntax)
+    prediction = predict(text, history.edits, case.syntax, carried)
     seconds = time.perf_counter() - started
     if prediction is None:
         return False, text == case.expected, seconds
@@ -528,6 +595,9 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=300, help="rename cases (about)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show-wrong", type=int, default=0, help="print this many wrong ones")
+    parser.add_argument("--references", action="store_true", help="renames: the editor's "
+                        "references (jedi's) asked before each edit come first, and attribute "
+                        "renames are added")  # fmt: skip
     parser.add_argument("--file", type=Path, default=HISTORY_SUITE, help="the history suite")
     parser.add_argument("--model", help="history: also the like changes of this model (an "
                         "embedded model's name or a GGUF path)")  # fmt: skip
@@ -562,23 +632,37 @@ def main() -> None:
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     per_module = max(1, args.cases // (2 * len(MODULES)))
     cases: list[Case] = []
+    kinds = ["definition", "use", "other variable"]
     for module in MODULES:
-        cases += cases_of(module, (stdlib / module).read_text(encoding="utf-8"), rng, per_module)
+        source = (stdlib / module).read_text(encoding="utf-8")
+        cases += cases_of(module, source, rng, per_module)
+        if args.references:
+            cases += attribute_cases_of(module, source, rng, per_module)
+    if args.references:
+        kinds += ["attribute def", "attribute use"]
     print(f"{len(cases)} cases from {len(MODULES)} modules of Python "
-          f"{sys.version.split()[0]}'s standard library, seed {args.seed}")  # fmt: skip
+          f"{sys.version.split()[0]}'s standard library, seed {args.seed}"
+          + (", with the editor's references (jedi) asked before the edit"
+             if args.references else ""))  # fmt: skip
     wrong_shown = 0
     print(f"{'kind':<16} {'cases':>6} {'shown':>6} {'right':>6} {'precision':>10} "
-          f"{'p50 ms':>7} {'p95 ms':>7}")  # fmt: skip
-    for kind in ("definition", "use", "other variable"):
+          f"{'p50 ms':>7} {'p95 ms':>7}"
+          + ("   the scope rules alone: shown, right" if args.references else ""))  # fmt: skip
+    for kind in kinds:
         mine = [c for c in cases if c.kind == kind]
-        results = [run_case(c) for c in mine]
+        results = [run_case(c, args.references) for c in mine]
         shown = sum(s for s, _, _ in results)
         right = sum(s and r for s, r, _ in results)
         times = sorted(t * 1000 for _, _, t in results)
         p95 = times[min(len(times) - 1, int(0.95 * len(times)))] if times else 0.0
         precision = f"{100 * right / shown:.1f} %" if shown else "-"
+        alone = ""
+        if args.references:  # the same cases without the editor's references, beside
+            rules = [run_case(c) for c in mine]
+            alone = (f"   {sum(s for s, _, _ in rules):>5} "
+                     f"{sum(s and r for s, r, _ in rules):>6}")  # fmt: skip
         print(f"{kind:<16} {len(mine):>6} {shown:>6} {right:>6} {precision:>10} "
-              f"{statistics.median(times) if times else 0:>7.1f} {p95:>7.1f}")  # fmt: skip
+              f"{statistics.median(times) if times else 0:>7.1f} {p95:>7.1f}{alone}")  # fmt: skip
         for case, (was_shown, was_right, _) in zip(mine, results, strict=True):
             if was_shown and not was_right and wrong_shown < args.show_wrong:
                 wrong_shown += 1

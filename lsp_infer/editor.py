@@ -109,6 +109,17 @@ class Editor(Protocol):
     def definitions_supported(self) -> bool:
         """Whether the editor announced ``lspInfer/definitions``."""
 
+    def references_supported(self) -> bool:
+        """Whether the editor announced ``lspInfer/references``."""
+
+    async def references(
+        self, uri: str, version: int, text: str, offset: int
+    ) -> list[tuple[int, int]] | None:
+        """Where the name at ``offset`` of ``text`` (the document ``uri`` at ``version``) is
+        used in that document, as ``text[start:end]`` spans, its declaration included (None:
+        the editor could not tell). EditorRequestFailed on an error or an answer that cannot
+        be read."""
+
     def suggestion_ready(self, uri: str, version: int, text: str, offset: int) -> bool:
         """Tell the editor that a better suggestion is ready at ``offset`` of ``text`` (the
         document at ``version``), so that it asks again if the cursor still rests there

@@ -20,7 +20,14 @@ from lsp_infer.editor import (
     definition_text_bounds,
 )
 from lsp_infer.next_edit.predict import Prediction
-from lsp_infer.positions import ENCODINGS, Encoding, line_starts, position_at
+from lsp_infer.positions import (
+    ENCODINGS,
+    Encoding,
+    PositionError,
+    line_starts,
+    offset_at,
+    position_at,
+)
 from lsp_infer.team.refactor_batches import RefactorOffer
 
 SECTION = "lspInfer"  # settings section for workspace/configuration
@@ -45,6 +52,10 @@ DEFINITIONS_METHOD = "lspInfer/definitions"
 # whole window's suggestion is ready where a cold start answered (or hid) one; ask again
 # there, {"textDocument": {"uri", "version"}, "position"}.
 SUGGESTION_READY_METHOD = "lspInfer/suggestionReady"
+# Request to the editor, only if it announced experimental.lspInfer.references: where the name
+# at a position is used in that document, {"textDocument": {"uri", "version"}, "position"} →
+# {"references": [Range]} (docs/protocol.md).
+REFERENCES_METHOD = "lspInfer/references"
 # Next-edit suggestions (docs/protocol.md): a request {"textDocument": {"uri", "version"},
 # "position"} → {"edits": [{"range", "text"}], "id", "kind", "version", "label"}, and what
 # became of one, notifications {"id"}.
@@ -298,6 +309,44 @@ def definitions_result(result: Any, count: int) -> list[Definition | None]:
         raise EditorRequestFailed(f"not a definitions result: {str(result)[:200]!r}")
     found = [_definition(entry) for entry in entries[:count]]
     return found + [None] * (count - len(found))
+
+
+def references_params(uri: str, version: int, text: str, offset: int, encoding: Encoding) -> Any:
+    line, character = position_at(text, offset, encoding)
+    return {"textDocument": {"uri": uri, "version": version},
+            "position": {"line": line, "character": character}}  # fmt: skip
+
+
+def references_result(result: Any, text: str, encoding: Encoding) -> list[tuple[int, int]] | None:
+    """The editor's answer as spans of ``text`` (the document it was asked about); a range
+    that cannot be read or lies outside the text is left out. None: the editor could not
+    tell. EditorRequestFailed when the answer as a whole is not one."""
+    result = _plain(result)
+    if result is None:
+        return None
+    ranges = result.get("references") if isinstance(result, dict) else None
+    if not isinstance(ranges, list):
+        raise EditorRequestFailed(f"not a references result: {str(result)[:200]!r}")
+    starts = line_starts(text)
+    spans = []
+    for entry in ranges:
+        ends = [_offset(text, starts, entry.get(end) if isinstance(entry, dict) else None, encoding)
+                for end in ("start", "end")]  # fmt: skip
+        if ends[0] is not None and ends[1] is not None and ends[0] < ends[1]:
+            spans.append((ends[0], ends[1]))
+    return spans
+
+
+def _offset(text: str, starts: list[int], where: Any, encoding: Encoding) -> int | None:
+    """The offset of a position in an answer; None if it is not one or lies outside ``text``."""
+    line = where.get("line") if isinstance(where, dict) else None
+    character = where.get("character") if isinstance(where, dict) else None
+    if not (isinstance(line, int) and isinstance(character, int)) or isinstance(line, bool):
+        return None
+    try:
+        return offset_at(text, line, character, encoding, starts=starts)
+    except PositionError:
+        return None
 
 
 def _plain(value: Any) -> Any:

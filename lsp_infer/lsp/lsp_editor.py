@@ -25,11 +25,14 @@ from lsp_infer.editor import (
 )
 from lsp_infer.lsp.convert import (
     DEFINITIONS_METHOD,
+    REFERENCES_METHOD,
     STATUS_METHOD,
     SUGGESTION_READY_METHOD,
     announces,
     definitions_params,
     definitions_result,
+    references_params,
+    references_result,
     suggestion_ready_params,
     workspace_edit,
 )
@@ -120,6 +123,19 @@ class LspEditor:
 
     def definitions_supported(self) -> bool:
         return self._announces("definitions")
+
+    def references_supported(self) -> bool:
+        return self._announces("references")
+
+    async def references(
+        self, uri: str, version: int, text: str, offset: int
+    ) -> list[tuple[int, int]] | None:
+        params = references_params(uri, version, text, offset, self._session.encoding)
+        try:
+            result = await self._server.protocol.send_request_async(REFERENCES_METHOD, params)
+        except Exception as exc:  # an error answer, a closed transport: no references
+            raise EditorRequestFailed(f"the editor answered an error ({exc})") from None
+        return references_result(result, text, self._session.encoding)
 
     def suggestion_ready(self, uri: str, version: int, text: str, offset: int) -> bool:
         if not self._announces("suggestionReady"):

@@ -204,6 +204,14 @@ class LspInferServer(LanguageServer):
             return
         if self.settings.completion.warm and self._completes(uri):
             self.local.warm(snapshot, offset)
+        # Where the name under the cursor is used, asked before the user edits it: once a
+        # declaration is renamed, its old uses resolve to nothing (next_edit/references.py).
+        if (
+            self.settings.next_edit.enabled
+            and not self.session.policy().excluded(uri)
+            and self.editor.references_supported()
+        ):
+            self.next_edits.ask_references(snapshot, offset, self.editor)
 
     def _completes(self, uri: str) -> bool:
         """Completions are on, and the file is not excluded (secrets never enter a prompt)."""

@@ -448,3 +448,32 @@ def _param_name_at(text: str, at: int) -> int | None:
         while at < len(text) and text[at] in " \t":
             at += 1
     return at
+
+
+def reference_kinds(
+    source: str, spans: list[tuple[int, int]], dialect: Dialect
+) -> list[str] | None:
+    """Each span's kind for a rename from the editor's references (next_edit/references.py):
+    "import" where the name is imported or exported by name, an enum's or a namespace's
+    (``_UNSAFE``), "shorthand" for ``{name}`` (renamed, it keeps its key), else "name"; None
+    when the source does not parse."""
+    try:
+        parsed = _parse(source, dialect)
+    except (ValueError, UnicodeError, RecursionError, MemoryError):
+        return None
+    if parsed is None:
+        return None
+    root, _ = parsed
+    kinds = []
+    for start, end in spans:
+        byte = len(source[:start].encode("utf-8", "surrogatepass"))
+        end_byte = byte + len(source[start:end].encode("utf-8", "surrogatepass"))
+        node = root.descendant_for_byte_range(byte, end_byte)
+        kind = "shorthand" if node is not None and node.type in _SHORTHANDS else "name"
+        while node is not None:
+            if node.type in _UNSAFE:
+                kind = "import"
+                break
+            node = node.parent
+        kinds.append(kind)
+    return kinds

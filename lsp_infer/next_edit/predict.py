@@ -18,7 +18,7 @@ key or the variable meant?), a language without a parser here (syntax.py).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from lsp_infer.next_edit.history import Edit
@@ -55,15 +55,25 @@ class Prediction:
     kind: str  # what made it: "rename", "repeat"
     edits: tuple[TextEdit, ...]  # sorted, never overlapping
     label: str
+    from_references: bool = False  # a rename from the editor's references (counted apart)
 
 
-def predict(text: str, edits: list[Edit], syntax: Syntax | None) -> Prediction | None:
+def predict(
+    text: str,
+    edits: list[Edit],
+    syntax: Syntax | None,
+    references_rename: Callable[[Edit], Prediction | None] | None = None,
+) -> Prediction | None:
     """The next edit of the document ``text``, given its recent ``edits`` (oldest first, in
     ``text``'s coordinates); None when nothing is near certain. A rename needs the language's
-    scopes (``syntax`` None: none can be read); a repeated edit is plain text, any language."""
+    scopes (``syntax`` None: none can be read) or, where they give none (an attribute, a
+    language without a parser here), the editor's references (``references_rename``:
+    next_edit/references.py); a repeated edit is plain text, any language."""
     if not edits:
         return None
     if syntax is not None and (rename := predict_rename(text, edits, syntax)) is not None:
+        return rename
+    if references_rename is not None and (rename := references_rename(edits[-1])) is not None:
         return rename
     if syntax is not None and renamed_in_code(text, edits[-1], syntax):
         # A name in the code changed to another: the rename's rules said no (another variable
@@ -80,7 +90,7 @@ def renamed_in_code(text: str, edit: Edit, syntax: Syntax) -> bool:
     return rename is not None and is_code_name(edit.undone(text), rename.start, syntax)
 
 
-def _word(text: str, start: int, end: int, syntax: Syntax | None) -> tuple[int, int]:
+def word_around(text: str, start: int, end: int, syntax: Syntax | None) -> tuple[int, int]:
     """``[start, end)`` grown to the identifier characters on either side."""
     while start > 0 and is_name_char(text[start - 1], syntax):
         start -= 1
@@ -101,8 +111,8 @@ def rename_of(text: str, edit: Edit, syntax: Syntax | None) -> _Rename | None:
     if not all(is_name_char(c, syntax) for c in edit.old + edit.new):
         return None
     before = edit.undone(text)
-    old_start, old_end = _word(before, edit.start, edit.start + len(edit.old), syntax)
-    new_start, new_end = _word(text, edit.start, edit.end, syntax)
+    old_start, old_end = word_around(before, edit.start, edit.start + len(edit.old), syntax)
+    new_start, new_end = word_around(text, edit.start, edit.end, syntax)
     old, new = before[old_start:old_end], text[new_start:new_end]
     if old_start != new_start or old == new or not (is_name(old, syntax) and is_name(new, syntax)):
         return None

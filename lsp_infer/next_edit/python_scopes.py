@@ -345,3 +345,19 @@ def is_code_name(source: str, offset: int) -> bool:
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return False
     return False
+
+
+def reference_kinds(source: str, spans: list[tuple[int, int]]) -> list[str] | None:
+    """Each span's kind for a rename from the editor's references (next_edit/references.py):
+    "import" on the lines of an ``import`` or ``from ... import`` (the name is another module's),
+    else "name"; None when the source does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    import_lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            import_lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return ["import" if source.count("\n", 0, start) + 1 in import_lines else "name"
+            for start, _ in spans]  # fmt: skip

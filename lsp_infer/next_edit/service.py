@@ -18,17 +18,20 @@ from cachetools import LRUCache
 from lsp_infer.core.backend import BackendUnavailable, Decoded
 from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
 from lsp_infer.documents import Snapshot, Splice
+from lsp_infer.editor import Editor, EditorRequestFailed
 from lsp_infer.next_edit.analogy import analogy_for, analogy_prediction, analogy_prompt
 from lsp_infer.next_edit.history import Edit, EditHistories
-from lsp_infer.next_edit.predict import Prediction, predict, renamed_in_code
+from lsp_infer.next_edit.predict import Prediction, predict, renamed_in_code, word_around
+from lsp_infer.next_edit.references import References, references_in, rename_from_references
 from lsp_infer.next_edit.sweep import sweep_prediction, sweep_question
-from lsp_infer.next_edit.syntax import Syntax, syntax_of
+from lsp_infer.next_edit.syntax import Syntax, is_name, syntax_of
 from lsp_infer.next_edit.zeta import zeta_prediction, zeta_question
 from lsp_infer.stats import percentile
 
 log = logging.getLogger(__name__)
 
 ISSUED_KEPT = 256  # predictions remembered for their notifications
+REFERENCES_WAIT_S = 5.0  # an lspInfer/references answer later than this is given up
 OUTCOMES = ("shown", "accepted", "rejected")
 
 
@@ -94,6 +97,17 @@ class _Question:
 
 
 @dataclass
+class _AskedReferences:
+    """An lspInfer/references request in flight: the name asked about, the text it was asked
+    on, and the splices made since (its answer's spans are moved by them)."""
+
+    name: str
+    offset: int
+    snapshot: Snapshot
+    splices: list[Splice]
+
+
+@dataclass
 class _Issued:
     kind: str
     outcomes: set[str]
@@ -111,16 +125,29 @@ class NextEdits:
         self._asking: dict[str, CancelToken] = {}
         self._model = {"asked": 0, "team": 0, "stopped": 0, "unsure": 0, "unavailable": 0}
         self._model_latencies: deque[float] = deque(maxlen=500)
+        # Where the editor's language server says a name is used (lspInfer/references): the
+        # latest answer per document, and the request in flight.
+        self._references: dict[str, References] = {}
+        self._asking_references: dict[str, _AskedReferences] = {}
+        self._reference_tasks: set[asyncio.Task[None]] = set()
+        self._reference_counts = dict.fromkeys(("asked", "answered", "empty", "failed", "used"), 0)
 
     # -- the document's edits -----------------------------------------------------------
 
     def changed(self, uri: str, before: str, splices: list[Splice]) -> None:
         """A didChange of a document whose edits may be recorded (not an excluded file's)."""
         self.histories.record(uri, before, splices)
+        if (asked := self._asking_references.get(uri)) is not None:
+            asked.splices.extend(splices)
+        if (references := self._references.get(uri)) is not None:
+            for splice in splices:
+                references.splice(splice)
 
     def forget(self, uri: str) -> None:
         """Closed, or excluded now: its edits go."""
         self.histories.forget(uri)
+        self._references.pop(uri, None)
+        self._asking_references.pop(uri, None)
         self.stop(uri, CancelReason.DOCUMENT_CLOSED)
 
     def stop(self, uri: str | None, reason: CancelReason) -> None:
@@ -145,7 +172,14 @@ class NextEdits:
         prediction = None
         syntax = syntax_of(snapshot.uri, snapshot.language_id)
         if history is not None:
-            prediction = predict(snapshot.text, history.edits, syntax)
+            references = self._references.get(snapshot.uri)
+
+            def carried(latest: Edit) -> Prediction | None:
+                assert references is not None
+                return rename_from_references(snapshot.text, latest, references, syntax)
+
+            prediction = predict(snapshot.text, history.edits, syntax,
+                                 carried if references is not None else None)  # fmt: skip
         self._latencies.append((time.perf_counter() - started) * 1000)
         latest = history.latest if history is not None else None
         # A name in code changed to another is the rename rule's: where it refused (another
@@ -163,9 +197,56 @@ class NextEdits:
         if prediction is None:
             return None
         item_id = f"ne-{next(self._ids)}"
-        self._issued[item_id] = _Issued(prediction.kind, set())
-        self._count(prediction.kind, "predicted")
+        # Counted apart, so that the renames from references are measured on their own.
+        kind = "referenceRename" if prediction.from_references else prediction.kind
+        self._issued[item_id] = _Issued(kind, set())
+        self._count(kind, "predicted")
+        self._reference_counts["used"] += prediction.from_references
         return item_id, prediction
+
+    # -- where the editor's language server says a name is used --------------------------
+
+    def ask_references(self, snapshot: Snapshot, offset: int, editor: Editor) -> None:
+        """The cursor rests at ``offset``: if it is on a name whose uses are not known yet,
+        ask the editor where it is used (in the background; lspInfer/references). Only for a
+        document whose edits may be recorded (the caller checks)."""
+        syntax = syntax_of(snapshot.uri, snapshot.language_id)
+        start, end = word_around(snapshot.text, offset, offset, syntax)
+        name = snapshot.text[start:end]
+        uri = snapshot.uri
+        if not is_name(name, syntax) or uri in self._asking_references:
+            return
+        known = self._references.get(uri)
+        if known is not None and known.name == name and known.covers(start):
+            return
+        asked = self._asking_references[uri] = _AskedReferences(name, start, snapshot, [])
+        self._reference_counts["asked"] += 1
+        task = asyncio.create_task(self._ask_references(asked, editor))
+        self._reference_tasks.add(task)
+        task.add_done_callback(self._reference_tasks.discard)
+
+    async def _ask_references(self, asked: _AskedReferences, editor: Editor) -> None:
+        snapshot = asked.snapshot
+        try:
+            spans = await asyncio.wait_for(
+                editor.references(snapshot.uri, snapshot.version, snapshot.text, asked.offset),
+                REFERENCES_WAIT_S,
+            )
+        except (EditorRequestFailed, TimeoutError) as exc:
+            spans = None
+            self._reference_counts["failed"] += 1
+            log.info("lspInfer/references for %s failed: %s", snapshot.uri, exc or "no answer")
+        if self._asking_references.get(snapshot.uri) is not asked:
+            return  # closed meanwhile
+        del self._asking_references[snapshot.uri]
+        references = references_in(snapshot.text, asked.name, spans or [])
+        if references is None:
+            self._reference_counts["empty"] += spans is not None
+            return
+        self._reference_counts["answered"] += 1
+        for splice in asked.splices:
+            references.splice(splice)
+        self._references[snapshot.uri] = references
 
     async def _ask_model(self, question: _Question, ask: ModelAsk | None) -> Prediction | None:
         """The first model of ``ask`` and its fallbacks that can answer, asked under one
@@ -255,6 +336,10 @@ class NextEdits:
             "requests": self._requests,
             **totals,
             "byKind": {kind: dict(counts) for kind, counts in self._by_kind.items()},
+            # lspInfer/references: asked when the cursor rested on a name, answered with its
+            # uses, answered with none, failed (an error, or no answer in 5 s), and the
+            # renames made from them.
+            "references": dict(self._reference_counts),
             "p50Ms": percentile(latencies, 0.5),
             "p95Ms": percentile(latencies, 0.95),
             # Asked of a model (of them, of the team's), stopped by a keystroke, answered but

@@ -67,13 +67,15 @@ async def initialize(
     extra_context: bool = False,
     definitions: bool = False,
     suggestion_ready: bool = False,
+    references: bool = False,
 ) -> types.InitializeResult:
     """Initialize like an editor would; ``configuration`` answers workspace/configuration.
 
     Extra context (other open documents in the prompt) is off unless a test asks for it: the
     tests here open many small look-alike files, which would be each other's context.
     ``definitions``: announce lspInfer/definitions (the test answers it);
-    ``suggestion_ready``: announce lspInfer/suggestionReady (the test listens for it)."""
+    ``suggestion_ready``: announce lspInfer/suggestionReady (the test listens for it);
+    ``references``: announce lspInfer/references (the test answers it)."""
     if options is None or isinstance(options, dict):
         options = {"context": {"enabled": extra_context}, **(options or {})}
     general = (
@@ -93,7 +95,9 @@ async def initialize(
         ),
         # lspInfer/definitions: the client answers it; lspInfer/suggestionReady: it asks again
         # (docs/protocol.md).
-        experimental=_announced(definitions=definitions, suggestionReady=suggestion_ready),
+        experimental=_announced(
+            definitions=definitions, suggestionReady=suggestion_ready, references=references
+        ),
     )
     if configuration is not None:
         client.set_configuration(configuration, section="lspInfer")

@@ -6,6 +6,7 @@ InvalidParams."""
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -255,3 +256,94 @@ async def test_bad_params_get_invalid_params(client: LanguageClient, params: Any
     open_document(client, "file:///tmp/lsp-infer-e2e/next/bad.py", SOURCE)
     with pytest.raises(JsonRpcInvalidParams):
         await raw_request(client, NEXT_EDIT, params)
+
+
+# -- renames from the editor's references (lspInfer/references) ----------------------------
+
+BOX = (
+    "class Box:\n"
+    "    def __init__(self, w):\n"
+    "        self.wdth = w\n"
+    "\n"
+    "    def area(self, h):\n"
+    "        return self.wdth * h\n"
+)
+
+
+def answer_references(client: LanguageClient, answer: Any = None) -> list[Any]:
+    """The client answers lspInfer/references as a language server would for this file: the
+    name's whole-word occurrences in the document (or ``answer``, when given). The list
+    collects the params of every request; the editors' own clients ask their language
+    servers (tests/nvim/test_references.py)."""
+    asked: list[Any] = []
+
+    @client.feature("lspInfer/references")
+    def references(params: Any) -> Any:
+        asked.append(params)
+        if answer is not None:
+            return answer
+        lines = BOX.split("\n")
+        line = lines[params.position.line]
+        start = params.position.character
+        while start > 0 and (line[start - 1].isalnum() or line[start - 1] == "_"):
+            start -= 1
+        name = re.match(r"\w+", line[start:])
+        assert name is not None
+        return {"references": [
+            {"start": {"line": n, "character": m.start()}, "end": {"line": n, "character": m.end()}}
+            for n, text in enumerate(lines) for m in re.finditer(rf"\b{name.group()}\b", text)
+        ]}  # fmt: skip
+
+    return asked
+
+
+def warm(client: LanguageClient, uri: str, line: int, character: int) -> None:
+    position = {"line": line, "character": character}
+    client.protocol.notify("lspInfer/warm", {"textDocument": {"uri": uri}, "position": position})
+
+
+async def references_counted(client: LanguageClient, what: str) -> dict[str, Any]:
+    for _ in range(100):
+        numbers = (await stats(client))["references"]
+        if numbers[what]:
+            return numbers
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no lspInfer/references {what}: {numbers}")
+
+
+async def test_an_attribute_rename_from_the_editors_references(client: LanguageClient):
+    asked = answer_references(client)
+    await initialize(client, references=True)
+    doc = Document(client, "file:///tmp/lsp-infer-e2e/next/box.py", BOX)
+    warm(client, doc.uri, 2, 16)  # the cursor rests on `wdth` of `self.wdth = w`
+    await references_counted(client, "answered")
+    assert asked[0].textDocument.version == 1
+    # Asked at the name's start.
+    assert (asked[0].position.line, asked[0].position.character) == (2, 13)
+    doc.rename_by_keys(2, 13, "wdth", "width")
+    answer = await doc.next_edit(2, 18)
+    assert answer["kind"] == "rename" and answer["label"] == "rename wdth → width (1 more)"
+    assert doc.apply(answer["edits"]) == BOX.replace("wdth", "width")
+    numbers = await stats(client)
+    assert numbers["references"]["used"] == 1
+    assert numbers["byKind"]["referenceRename"]["predicted"] == 1
+
+
+@pytest.mark.parametrize("announce", [False, True])
+async def test_without_references_an_attribute_rename_gets_nothing(
+    client: LanguageClient, announce: bool
+):
+    # Not announced: never asked. Announced but the editor answers garbage: counted as
+    # failed, and the scope rules (which refuse attributes) answer as before.
+    asked = answer_references(client, answer={"references": "garbage"})
+    await initialize(client, references=announce)
+    doc = Document(client, "file:///tmp/lsp-infer-e2e/next/box.py", BOX)
+    warm(client, doc.uri, 2, 16)
+    if announce:
+        await references_counted(client, "failed")
+    else:
+        await asyncio.sleep(0.5)
+    assert len(asked) == announce
+    doc.rename_by_keys(2, 13, "wdth", "width")
+    answer = await doc.next_edit(2, 18)
+    assert answer["edits"] == [] and answer["kind"] is None

@@ -1,15 +1,19 @@
-"""A stand-in for lsp-infer over stdio that only asks: for the Neovim plugin's
-lspInfer/definitions through Neovim's real RPC path (rpc.lua runs a server request's handler in
-a coroutine) without the model.
+"""A stand-in for lsp-infer over stdio that only asks: for the Neovim plugin's answers to the
+server's requests (lspInfer/definitions, lspInfer/references) through Neovim's real RPC path
+(rpc.lua runs a server request's handler in a coroutine) without the model.
 
-It answers `initialize` (no features), records the client's `experimental` capabilities, and
-on the notification `test/ask` (the params of an lspInfer/definitions request) sends that
-request to the editor. Every record is one JSON line appended to the file named by argv[1]:
-`{"initialize": experimental}` and `{"answer": result, "error": error, "ms": elapsed}`.
+Usage: definitions_asker.py RECORD [--encoding utf-8|utf-16|utf-32]. It answers `initialize`
+(full text sync, the position encoding given, utf-16 by default, and no features), records the
+client's `experimental` capabilities and the document versions Neovim sends, and on the
+notification `test/ask` {"method": ..., "params": ...} sends that request to the editor. Every
+record is one JSON line appended to RECORD: `{"initialize": experimental}`,
+`{"version": n, "uri": ...}` (didOpen, didChange) and
+`{"method": ..., "answer": result, "error": error, "ms": elapsed}`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -39,9 +43,13 @@ def write_message(stream: IO[bytes], message: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    record = Path(sys.argv[1])
+    parser = argparse.ArgumentParser()
+    parser.add_argument("record", type=Path)
+    parser.add_argument("--encoding", default="utf-16", choices=["utf-8", "utf-16", "utf-32"])
+    args = parser.parse_args()
+    record: Path = args.record
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    asked: dict[int, float] = {}  # request id -> when it was sent
+    asked: dict[int, tuple[str, float]] = {}  # request id -> its method, when it was sent
     next_id = 0
 
     def log(entry: dict[str, Any]) -> None:
@@ -53,30 +61,35 @@ def main() -> None:
         if method == "initialize":
             experimental = message["params"].get("capabilities", {}).get("experimental")
             log({"initialize": experimental})
+            capabilities = {"positionEncoding": args.encoding, "textDocumentSync": 1}
             write_message(
                 stdout,
-                {"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}},
+                {"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": capabilities}},
             )
         elif method == "shutdown":
             write_message(stdout, {"jsonrpc": "2.0", "id": message["id"], "result": None})
         elif method == "exit":
             return
+        elif method in ("textDocument/didOpen", "textDocument/didChange"):
+            document = message["params"]["textDocument"]
+            log({"version": document["version"], "uri": document["uri"]})
         elif method == "test/ask":
             next_id += 1
-            asked[next_id] = time.monotonic()
+            asked[next_id] = (message["params"]["method"], time.monotonic())
             write_message(
                 stdout,
                 {
                     "jsonrpc": "2.0",
                     "id": next_id,
-                    "method": "lspInfer/definitions",
-                    "params": message["params"],
+                    "method": message["params"]["method"],
+                    "params": message["params"]["params"],
                 },
             )
         elif method is None and message.get("id") in asked:
-            started = asked.pop(message["id"])
+            asked_method, started = asked.pop(message["id"])
             log(
                 {
+                    "method": asked_method,
                     "answer": message.get("result"),
                     "error": message.get("error"),
                     "ms": (time.monotonic() - started) * 1000,

@@ -121,8 +121,9 @@ def test_asked_over_stdio(
     editor.setup({"cmd": [sys.executable, str(ASKER), str(record)]})
     editor.edit(main)
     editor.wait_attached(30)
-    # Both our experimental features, as sent over the wire (suggestionReady: ready.lua).
-    announced = {"lspInfer": {"definitions": True, "suggestionReady": True}}
+    # Our experimental features, as sent over the wire (suggestionReady: ready.lua;
+    # references: test_references.py).
+    announced = {"lspInfer": {"definitions": True, "references": True, "suggestionReady": True}}
     assert records(record)[0] == {"initialize": announced}
     start_jedi(editor, jedi, workspace)
 
@@ -133,7 +134,10 @@ def test_asked_over_stdio(
     ]
     editor.lua(
         "vim.lsp.get_clients({ name = 'lsp_infer' })[1]:notify('test/ask', ...)",
-        {"textDocument": {"uri": main.as_uri()}, "positions": positions},
+        {
+            "method": "lspInfer/definitions",
+            "params": {"textDocument": {"uri": main.as_uri()}, "positions": positions},
+        },
     )
     answers = editor.wait(
         lambda: [r for r in records(record) if "answer" in r], 30, "the editor's answer"

@@ -118,7 +118,11 @@ def test_asked_again_only_where_the_user_still_is(
     editor = start_stub(editor_factory, workspace, opts, version)
     assert editor.lua("return require('lsp_infer.config').path()") == path
     ns = namespace(path)
-    assert editor.lua(ANNOUNCED) == {"definitions": True, "suggestionReady": True}
+    assert editor.lua(ANNOUNCED) == {
+        "definitions": True,
+        "references": True,
+        "suggestionReady": True,
+    }
 
     editor.input(TYPED)  # the cold answers: empty
     editor.wait(lambda: str(editor.nvim.current.line) == LINE, 5, "the typed line")
@@ -179,8 +183,18 @@ def test_asked_again_only_where_the_user_still_is(
 @pytest.mark.parametrize(
     ("version", "opts", "announced"),
     [
-        pytest.param("0.11", {"fallback": False}, {"definitions": True}, id="nvim-0.11-none"),
-        pytest.param(None, {"definitions": False}, {"suggestionReady": True}, id="nvim-0.12"),
+        pytest.param(
+            "0.11",
+            {"fallback": False},
+            {"definitions": True, "references": True},
+            id="nvim-0.11-none",
+        ),
+        pytest.param(
+            None,
+            {"definitions": False},
+            {"references": True, "suggestionReady": True},
+            id="nvim-0.12",
+        ),
     ],
 )
 def test_announced_where_suggestions_are_shown(

@@ -100,7 +100,8 @@ export interface AnswerOptions {
 
 type Json = Record<string, unknown>;
 
-function isObject(value: unknown): value is Json {
+/** A JSON object (not null, not an array). */
+export function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
@@ -108,16 +109,18 @@ function isCount(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0;
 }
 
-function position(value: unknown): LspPosition | undefined {
+/** An LSP position (non-negative integers), or undefined. */
+export function parsePosition(value: unknown): LspPosition | undefined {
   return isObject(value) && isCount(value.line) && isCount(value.character) ? { line: value.line, character: value.character } : undefined;
 }
 
-function range(value: unknown): LspRange | undefined {
+/** An LSP range of two positions, or undefined. */
+export function parseRange(value: unknown): LspRange | undefined {
   if (!isObject(value)) {
     return undefined;
   }
-  const start = position(value.start);
-  const end = position(value.end);
+  const start = parsePosition(value.start);
+  const end = parsePosition(value.end);
   return start !== undefined && end !== undefined ? { start, end } : undefined;
 }
 
@@ -130,7 +133,7 @@ export function parseParams(params: unknown): { uri: string; positions: (LspPosi
   if (!isObject(params) || !isObject(params.textDocument) || typeof params.textDocument.uri !== 'string' || !Array.isArray(params.positions)) {
     return undefined;
   }
-  return { uri: params.textDocument.uri, positions: params.positions.map((p) => position(p) ?? null) };
+  return { uri: params.textDocument.uri, positions: params.positions.map((p) => parsePosition(p) ?? null) };
 }
 
 /**
@@ -143,10 +146,10 @@ export function firstTarget<U extends UriLike = UriLike>(result: unknown): Targe
     return undefined;
   }
   if ('targetUri' in first) {
-    const where = range(first.targetSelectionRange) ?? range(first.targetRange);
+    const where = parseRange(first.targetSelectionRange) ?? parseRange(first.targetRange);
     return uriLike(first.targetUri) && where !== undefined ? { uri: first.targetUri as U, range: where } : undefined;
   }
-  const where = range(first.range);
+  const where = parseRange(first.range);
   return uriLike(first.uri) && where !== undefined ? { uri: first.uri as U, range: where } : undefined;
 }
 
@@ -188,9 +191,14 @@ export function textLines(text: string): TextLines {
  * `experimental.lspInfer.definitions = true`, beside whatever else is there.
  */
 export function announceDefinitions(capabilities: { experimental?: unknown }): void {
+  announceExperimental(capabilities, 'definitions');
+}
+
+/** Sets `experimental.lspInfer[name] = true` in the initialize capabilities, beside whatever else is there. */
+export function announceExperimental(capabilities: { experimental?: unknown }, name: string): void {
   const experimental = isObject(capabilities.experimental) ? capabilities.experimental : {};
   const ours = isObject(experimental.lspInfer) ? experimental.lspInfer : {};
-  capabilities.experimental = { ...experimental, lspInfer: { ...ours, definitions: true } };
+  capabilities.experimental = { ...experimental, lspInfer: { ...ours, [name]: true } };
 }
 
 /** How long the extension waits before it answers with what it has. */
@@ -234,36 +242,53 @@ export function answerDefinitions<U extends UriLike>(params: unknown, host: Defi
   }
   const definitions: (Definition | null)[] = parsed.positions.map(() => null);
   return new Promise<DefinitionsResult>((resolve) => {
-    let done = false;
-    let cancelTimer = () => {};
-    let cancelListener: { dispose(): unknown } | undefined;
-    const answer = () => {
-      if (!done) {
-        done = true;
-        cancelTimer();
-        cancelListener?.dispose();
-        resolve({ definitions: [...definitions] }); // later lookups no longer change it
-      }
-    };
+    const snapshot = (): DefinitionsResult => ({ definitions: [...definitions] }); // later lookups no longer change it
+    const answer = settleOnce(resolve, (run, ms) => host.schedule(run, ms), options.budgetMs, options.token, snapshot, snapshot);
     const lookups = parsed.positions.map(async (at, index) => {
       if (at === null || index >= MAX_POSITIONS) {
         return;
       }
       try {
-        const found = await lookUp(host, parsed.uri, at);
-        if (!done) {
-          definitions[index] = found;
-        }
+        definitions[index] = await lookUp(host, parsed.uri, at);
       } catch {
         // This position's answer stays null; the others go on.
       }
     });
-    try {
-      cancelTimer = host.schedule(answer, Math.max(0, options.budgetMs));
-      cancelListener = options.token?.onCancellationRequested(answer);
-    } catch {
-      // No timer: the lookups alone decide (each of them ends, answered or failed).
-    }
-    void Promise.all(lookups).then(answer, answer);
+    const all = () => answer(snapshot());
+    void Promise.all(lookups).then(all, all);
   });
+}
+
+/**
+ * A promise's `resolve`, called once: with the value given to the returned function, or with
+ * `expired()` after `budgetMs`, or with `cancelled()` when the token is cancelled, whichever
+ * comes first; the timer and the cancel listener are let go then. Without a timer (`schedule`
+ * throws), the caller's work alone decides.
+ */
+export function settleOnce<T>(
+  resolve: (value: T) => void,
+  schedule: (run: () => void, ms: number) => () => void,
+  budgetMs: number,
+  token: CancelSignal | undefined,
+  expired: () => T,
+  cancelled: () => T,
+): (value: T) => void {
+  let done = false;
+  let cancelTimer = () => {};
+  let cancelListener: { dispose(): unknown } | undefined;
+  const finish = (value: T) => {
+    if (!done) {
+      done = true;
+      cancelTimer();
+      cancelListener?.dispose();
+      resolve(value);
+    }
+  };
+  try {
+    cancelTimer = schedule(() => finish(expired()), Math.max(0, budgetMs));
+    cancelListener = token?.onCancellationRequested(() => finish(cancelled()));
+  } catch {
+    // No timer: the work alone decides (it ends, answered or failed).
+  }
+  return finish;
 }

@@ -3,8 +3,8 @@
  * vscode-languageclient and wires settings, status bar, output and commands to it.
  *
  * The decisions live in pure modules (settings, serverCommand, status, stats, commands,
- * restartPolicy, serverLog, logging, lifecycle, definitions, suggestionReady, nextEdit); this
- * file only connects them to VS Code.
+ * restartPolicy, serverLog, logging, lifecycle, definitions, references, suggestionReady,
+ * nextEdit); this file only connects them to VS Code.
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -66,6 +66,7 @@ import {
   rejected,
   tabAction,
 } from './nextEdit';
+import { announceReferences, answerReferences, positionEncoding, REFERENCES_BUDGET_MS, REFERENCES_METHOD, type ReferencesResult } from './references';
 import { RestartPolicy } from './restartPolicy';
 import { formatCommand, nodeHost, resolveServerCommand } from './serverCommand';
 import { failureHint, type LogLevel, parseServerLogLine } from './serverLog';
@@ -130,13 +131,19 @@ class Client extends LanguageClient {
 /**
  * Announces what the extension does beyond LSP in the initialize capabilities
  * (`experimental.lspInfer`): `definitions` when `lspInfer.context.definitions` is on at the
- * start, and always `suggestionReady`.
+ * start, `references` when `lspInfer.nextEdit.enabled` is, and always `suggestionReady`.
  */
 class ExperimentalFeature implements StaticFeature {
-  constructor(private readonly definitionsEnabled: () => boolean) {}
+  constructor(
+    private readonly definitionsEnabled: () => boolean,
+    private readonly referencesEnabled: () => boolean,
+  ) {}
   fillClientCapabilities(capabilities: ClientCapabilities): void {
     if (this.definitionsEnabled()) {
       announceDefinitions(capabilities);
+    }
+    if (this.referencesEnabled()) {
+      announceReferences(capabilities);
     }
     announceSuggestionReady(capabilities);
   }
@@ -242,6 +249,8 @@ export class Extension implements vscode.Disposable {
   private lastWarm: string | undefined;
   /** Whether the current server was told (at initialize) that the extension answers lspInfer/definitions. */
   private announcedDefinitions = false;
+  /** Whether the current server was told (at initialize) that the extension answers lspInfer/references. */
+  private announcedReferences = false;
   /** The inline suggestions asked again after lspInfer/suggestionReady, whose request goes as Automatic. */
   private readonly reAsk = new PendingReAsk((run, ms) => this.schedule(run, ms));
   /** The next-edit suggestion on screen, and what its changes tell the server. */
@@ -370,6 +379,10 @@ export class Extension implements vscode.Disposable {
       // The capability goes with initialize: this server was started without it.
       this.output.info('lspInfer.context.definitions is on: the server asks for definitions from its next start (lsp-infer: Restart Server)');
     }
+    if (event.affectsConfiguration(`${SECTION}.nextEdit.enabled`) && this.nextEditEnabled() && !this.announcedReferences && this.client?.isRunning()) {
+      // Next edits work at once; the renames from the language servers' references from the next start.
+      this.output.info('lspInfer.nextEdit.enabled is on: the server asks for references from its next start (lsp-infer: Restart Server)');
+    }
     if (impact.enabled) {
       this.dispatch({ type: 'enabled', enabled: this.completionsEnabled() });
     }
@@ -466,16 +479,23 @@ export class Extension implements vscode.Disposable {
     // registers nothing. Kept so the extension works with either.
     client.registerProposedFeatures();
     this.announcedDefinitions = false;
+    this.announcedReferences = false;
+    // Whether a request is announced, read at initialize, and recorded for this server.
+    const announced = (enabled: () => boolean, record: (on: boolean) => void) => () => {
+      const on = enabled();
+      if (generation === this.generation) {
+        record(on);
+      }
+      return on;
+    };
     client.registerFeature(
-      new ExperimentalFeature(() => {
-        const enabled = this.definitionsEnabled();
-        if (generation === this.generation) {
-          this.announcedDefinitions = enabled;
-        }
-        return enabled;
-      }),
+      new ExperimentalFeature(
+        announced(() => this.definitionsEnabled(), (on) => (this.announcedDefinitions = on)),
+        announced(() => this.nextEditEnabled(), (on) => (this.announcedReferences = on)),
+      ),
     );
     client.onRequest(DEFINITIONS_METHOD, (params: unknown, token: CancellationToken) => this.answerDefinitions(generation, params, token));
+    client.onRequest(REFERENCES_METHOD, (params: unknown, token: CancellationToken) => this.answerReferences(client, generation, params, token));
     client.onNotification(SUGGESTION_READY_METHOD, (params: unknown) => this.onSuggestionReady(generation, params));
     client.onNotification(STATUS_NOTIFICATION, (params: { state?: unknown; message?: unknown } | undefined) => {
       if (generation === this.generation) {
@@ -601,6 +621,10 @@ export class Extension implements vscode.Disposable {
         // completion. VS Code has it, and asking both on every keystroke would make the two
         // requests supersede each other on the server's single model lane: never ask.
         provideCompletionItem: () => undefined,
+        // Never a reference provider (lsp-infer offers none today; this keeps it so): its
+        // lspInfer/references asks VS Code's reference providers, which must be the other
+        // language servers, and must not come back to the server that is waiting for them.
+        provideReferences: () => undefined,
       },
     };
   }
@@ -921,6 +945,51 @@ export class Extension implements vscode.Disposable {
     } catch (error) {
       this.output.debug(`${DEFINITIONS_METHOD}: ${errorMessage(error)}`);
       return { definitions: [] };
+    }
+  }
+
+  // -- lspInfer/references: where the name at the cursor is used in its document -----------
+
+  /**
+   * The server asks, when the cursor rests on a name, where that name is used in the same
+   * document: VS Code's reference providers (the other extensions' language servers) answer
+   * for the document at the version asked, and the ranges in that document go back, in the
+   * negotiated encoding. Null when the document is not open at that version, the providers
+   * fail or take longer than REFERENCES_BUDGET_MS, or find nothing there. Never an error.
+   */
+  private async answerReferences(client: LanguageClient, generation: number, params: unknown, token: CancellationToken): Promise<ReferencesResult | null> {
+    try {
+      if (generation !== this.generation || this.disposed) {
+        return null; // an old server
+      }
+      const started = Date.now();
+      const answer = await answerReferences(
+        params,
+        {
+          // Only an open document whose next edits are on (the server asks for no other).
+          document: (uri) => {
+            const document = vscode.workspace.textDocuments.find((open) => open.uri.toString() === uri);
+            return document !== undefined && this.nextEditEnabled(document.uri) ? document : undefined;
+          },
+          // Declaration included: executeReferenceProvider asks with includeDeclaration true.
+          find: (uri, at) =>
+            vscode.commands.executeCommand<unknown>('vscode.executeReferenceProvider', vscode.Uri.parse(uri), new vscode.Position(at.line, at.character)),
+          schedule: (run, ms) => this.schedule(run, ms),
+        },
+        {
+          // Always UTF-16 with vscode-languageclient (it offers no other and refuses a server
+          // that picks one), VS Code's own: the conversions are then none.
+          encoding: positionEncoding(client.initializeResult?.capabilities.positionEncoding),
+          budgetMs: REFERENCES_BUDGET_MS,
+          token,
+        },
+      );
+      const count = answer.result?.references.length ?? 0;
+      this.output.debug(`${REFERENCES_METHOD}: ${answer.outcome}${count > 0 ? ` (${count})` : ''} in ${Date.now() - started} ms`);
+      return answer.result;
+    } catch (error) {
+      this.output.debug(`${REFERENCES_METHOD}: ${errorMessage(error)}`);
+      return null;
     }
   }
 

@@ -284,7 +284,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     type: 'boolean',
     default: true,
     description:
-      'Suggest the next edit after you pause: the same rename at an identifier\'s other uses in its scope (Python, JavaScript, TypeScript), drawn where it goes (the old text struck through, the new as ghost text). Tab goes there, Tab again applies it, Esc dismisses it. Off: the server records no edits and suggests none.',
+      'Suggest the next edit after you pause: the same rename at an identifier\'s other uses in its scope (Python, JavaScript, TypeScript; in any language whose language server you have, at the uses it reported while the cursor rested on the name before you renamed it), drawn where it goes (the old text struck through, the new as ghost text). Tab goes there, Tab again applies it, Esc dismisses it. Off: the server records no edits and suggests none, and the editor is not asked for references.',
   },
   {
     key: 'nextEdit.model',

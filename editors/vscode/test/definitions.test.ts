@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Timers } from './fakes/timers';
+import { Cancel, realSchedule, Timers } from './fakes/timers';
 import {
   ANSWER_BUDGET_MS,
   announceDefinitions,
@@ -245,10 +245,7 @@ describe('lspInfer/definitions: the answer', () => {
     const h: DefinitionsHost<FakeUri> = {
       find: () => new Promise(() => {}),
       read: async () => textLines(''),
-      schedule: (run, ms) => {
-        const timer = setTimeout(run, ms);
-        return () => clearTimeout(timer);
-      },
+      schedule: realSchedule,
     };
     const started = Date.now();
     assert.deepEqual(await answerDefinitions(PARAMS([{ line: 0, character: 0 }]), h, { budgetMs: 30 }), { definitions: [null] });
@@ -256,20 +253,14 @@ describe('lspInfer/definitions: the answer', () => {
   });
 
   test('the server cancels: answered at once with what is there', async () => {
-    const listeners: (() => void)[] = [];
-    let disposed = 0;
-    const token = {
-      onCancellationRequested: (listener: () => void) => {
-        listeners.push(listener);
-        return { dispose: () => (disposed += 1) };
-      },
-    };
+    const cancel = new Cancel();
+    const token = cancel.token;
     const h = host({ '1:0': () => new Promise(() => {}) });
     const answer = answerDefinitions(PARAMS([{ line: 1, character: 0 }]), h, { budgetMs: 1000, token });
     await new Promise((resolve) => setImmediate(resolve));
-    listeners.forEach((listener) => listener());
+    cancel.cancel();
     assert.deepEqual(await answer, { definitions: [null] });
-    assert.equal(disposed, 1, 'the cancel listener is let go');
+    assert.equal(cancel.disposed, 1, 'the cancel listener is let go');
   });
 
   test('the budget: 1 s, or context.definitionsMs when that is longer', () => {

@@ -783,7 +783,7 @@ describe('where names are defined (lspInfer/definitions)', () => {
   test('announced in the initialize capabilities, beside the client\'s own experimental ones', async () => {
     serverExists();
     const client = await activate();
-    assert.deepEqual(client.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true, suggestionReady: true } });
+    assert.deepEqual(client.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true, references: true, suggestionReady: true } });
     assert.ok(client.requestHandlers.has(METHOD));
   });
 
@@ -792,14 +792,14 @@ describe('where names are defined (lspInfer/definitions)', () => {
     fake.settings.set('lspInfer.context.definitions', { globalValue: false });
     const asked = provider({});
     const client = await activate();
-    assert.deepEqual(client.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { suggestionReady: true } });
+    assert.deepEqual(client.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { references: true, suggestionReady: true } });
     assert.deepEqual(await client.request(METHOD, params({ line: 0, character: 0 })), { definitions: [] });
     assert.deepEqual(asked, []);
     assert.deepEqual(client.initializationOptions.at(-1), { context: { definitions: false } }, 'the server gets the setting too');
     fake.set('lspInfer.context.definitions', true);
     assert.ok(fake.log.some((line) => /lspInfer\.context\.definitions is on: the server asks for definitions from its next start/.test(line)));
     await extension.restart(true);
-    assert.deepEqual(lc.clients.at(-1)!.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true, suggestionReady: true } });
+    assert.deepEqual(lc.clients.at(-1)!.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true, references: true, suggestionReady: true } });
   });
 
   test('asks VS Code\'s definition providers at each position (UTF-16, as given), and reads a file that is not open from disk', async () => {
@@ -906,6 +906,160 @@ describe('where names are defined (lspInfer/definitions)', () => {
   });
 });
 
+describe('where a name is used (lspInfer/references)', () => {
+  const METHOD = 'lspInfer/references';
+  const PROVIDER = 'vscode.executeReferenceProvider';
+  const URI = Uri.file('/work/proj/shapes.go');
+  const TEXT = 'package shapes\n\nfunc area(größe int) int {\n\treturn größe * größe\n}\n';
+  const range = (l1: number, c1: number, l2: number, c2: number) => ({ start: { line: l1, character: c1 }, end: { line: l2, character: c2 } });
+  const params = (version: number, line = 2, character = 10) => ({ textDocument: { uri: URI.toString(), version }, position: { line, character } });
+  /** VS Code's reference providers (UTF-16 ranges); what they were asked, with the document's version then. */
+  function provider(answer: unknown, document?: FakeDocument): { uri: string; position: Position; version: number | undefined }[] {
+    const asked: { uri: string; position: Position; version: number | undefined }[] = [];
+    fake.commands.set(PROVIDER, async (...args: unknown[]) => {
+      const [uri, position] = args as [Uri, Position];
+      asked.push({ uri: uri.toString(), position, version: document?.version });
+      if (answer instanceof Error) {
+        throw answer;
+      }
+      return typeof answer === 'function' ? (answer as () => unknown)() : answer;
+    });
+    return asked;
+  }
+  /** `größe` at line 2 (the parameter) and twice on line 3, as UTF-16 Locations; one in another file. */
+  const FOUND = [
+    { uri: URI, range: range(3, 16, 3, 21) },
+    { uri: Uri.file('/work/proj/other.go'), range: range(0, 0, 0, 5) },
+    { uri: URI, range: range(2, 10, 2, 15) },
+    { uri: URI, range: range(3, 8, 3, 13) },
+    { uri: URI, range: range(2, 10, 2, 15) },
+  ];
+  function open(version = 7): FakeDocument {
+    const document = new FakeDocument(URI, TEXT, 'go');
+    document.version = version;
+    fake.textDocuments = [document as never];
+    return document;
+  }
+
+  test('announced with next edits on (the default), beside definitions and suggestionReady; the handler registered', async () => {
+    serverExists();
+    const client = await activate();
+    assert.deepEqual(client.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true, references: true, suggestionReady: true } });
+    assert.ok(client.requestHandlers.has(METHOD));
+  });
+
+  test('lspInfer.nextEdit.enabled off: not announced, a request gets null without asking; on again: from the next start', async () => {
+    serverExists();
+    fake.settings.set('lspInfer.nextEdit.enabled', { globalValue: false });
+    open();
+    const asked = provider(FOUND);
+    const client = await activate();
+    assert.deepEqual(client.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true, suggestionReady: true } });
+    assert.equal(await client.request(METHOD, params(7)), null);
+    assert.deepEqual(asked, []);
+    fake.set('lspInfer.nextEdit.enabled', true);
+    assert.ok(fake.log.some((line) => /lspInfer\.nextEdit\.enabled is on: the server asks for references from its next start/.test(line)));
+    await extension.restart(true);
+    const second = lc.clients.at(-1)!;
+    assert.deepEqual(second.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { definitions: true, references: true, suggestionReady: true } });
+    assert.deepEqual(await second.request(METHOD, params(7)), { references: [range(2, 10, 2, 15), range(3, 8, 3, 13), range(3, 16, 3, 21)] });
+  });
+
+  test('turned off while the server runs: null, nothing asked', async () => {
+    serverExists();
+    open();
+    const asked = provider(FOUND);
+    const client = await activate();
+    fake.set('lspInfer.nextEdit.enabled', false);
+    assert.equal(await client.request(METHOD, params(7)), null);
+    assert.deepEqual(asked, []);
+  });
+
+  test('asks VS Code\'s reference providers at the position, for the document at the version asked; this document\'s ranges, deduplicated and sorted', async () => {
+    serverExists();
+    const document = open(7);
+    const asked = provider(FOUND, document);
+    const client = await activate();
+    const answer = await client.request(METHOD, params(7, 3, 9));
+    assert.deepEqual(answer, { references: [range(2, 10, 2, 15), range(3, 8, 3, 13), range(3, 16, 3, 21)] });
+    assert.deepEqual(asked.map((a) => [a.uri, a.position.line, a.position.character, a.version]), [['file:///work/proj/shapes.go', 3, 9, 7]]);
+    assert.ok(asked[0].position instanceof Position, 'a vscode.Position');
+    assert.ok(!timers.some((t) => t.ms === 4000), 'the bound is let go once answered');
+    assert.ok(fake.log.some((line) => line.includes('lspInfer/references: found (3)')), fake.log.join('\n'));
+  });
+
+  test('the document at another version, or not open: null, and the providers are not asked', async () => {
+    serverExists();
+    const document = open(8);
+    const asked = provider(FOUND, document);
+    const client = await activate();
+    assert.equal(await client.request(METHOD, params(7)), null, 'edited since the server asked');
+    fake.textDocuments = [];
+    assert.equal(await client.request(METHOD, params(8)), null, 'closed');
+    assert.deepEqual(asked, []);
+  });
+
+  test('the providers fail, find nothing here, or give malformed answers: null, never an error', async () => {
+    serverExists();
+    open();
+    const client = await activate();
+    for (const answer of [new Error('no reference provider'), undefined, [], [{ uri: Uri.file('/work/proj/other.go'), range: range(0, 0, 0, 5) }], 'nonsense']) {
+      provider(answer);
+      assert.equal(await client.request(METHOD, params(7)), null, String(answer));
+    }
+    assert.equal(await client.request(METHOD, { textDocument: { uri: URI.toString() } }), null, 'malformed params');
+  });
+
+  test('bounded: a provider that does not answer within 4 s gets null', async () => {
+    serverExists();
+    open();
+    provider(() => new Promise(() => {}));
+    const client = await activate();
+    const answer = client.request(METHOD, params(7));
+    await flush();
+    const timer = timers.find((t) => t.ms === 4000);
+    assert.ok(timer, 'a 4 s bound');
+    timers = timers.filter((t) => t !== timer);
+    timer.run();
+    assert.equal(await answer, null);
+  });
+
+  test('utf-8 negotiated: the position asked in UTF-16, the ranges answered in bytes', async () => {
+    serverExists();
+    open();
+    const asked = provider(FOUND);
+    const client = await activate();
+    (client as { initializeResult: unknown }).initializeResult = { capabilities: { positionEncoding: 'utf-8' } };
+    // Line 3 is "\treturn größe * größe": the second größe is at UTF-16 16–21, bytes 18–25 (ö, ß: 2 each).
+    const answer = await client.request(METHOD, params(7, 3, 22));
+    assert.deepEqual(asked.map((a) => [a.position.line, a.position.character]), [[3, 19]], 'byte 22 (at ß) is UTF-16 column 19');
+    assert.deepEqual(answer, { references: [range(2, 10, 2, 17), range(3, 8, 3, 15), range(3, 18, 3, 25)] });
+  });
+
+  test('lsp-infer is never a reference provider itself: its middleware answers nothing, the server is not asked', async () => {
+    serverExists();
+    const client = await activate();
+    let next = 0;
+    const result = await client.clientOptions.middleware.provideReferences(new FakeDocument(URI, TEXT), new Position(2, 10), { includeDeclaration: true }, { isCancellationRequested: false }, () => {
+      next += 1;
+      return [{ uri: URI, range: range(0, 0, 0, 1) }];
+    });
+    assert.equal(result, undefined);
+    assert.equal(next, 0);
+  });
+
+  test('a request to a replaced client: null, nothing asked', async () => {
+    serverExists();
+    open();
+    const asked = provider(FOUND);
+    const first = await activate();
+    await extension.restart(true);
+    assert.notEqual(lc.clients.at(-1), first);
+    assert.equal(await first.request(METHOD, params(7)), null);
+    assert.deepEqual(asked, []);
+  });
+});
+
 describe('a better suggestion ready after a cold start (lspInfer/suggestionReady)', () => {
   const METHOD = 'lspInfer/suggestionReady';
   const TRIGGER = 'editor.action.inlineSuggest.trigger';
@@ -952,7 +1106,7 @@ describe('a better suggestion ready after a cold start (lspInfer/suggestionReady
     serverExists();
     fake.settings.set('lspInfer.context.definitions', { globalValue: false });
     const started = await activate();
-    assert.deepEqual(started.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { suggestionReady: true } });
+    assert.deepEqual(started.capabilities.at(-1)?.experimental, { other: 1, lspInfer: { references: true, suggestionReady: true } });
     assert.ok(started.notificationHandlers.has(METHOD));
   });
 

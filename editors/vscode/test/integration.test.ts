@@ -11,7 +11,7 @@ import Module from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { FakeVscode, Uri } from './fakes/vscode';
+import { FakeDocument, FakeVscode, Uri } from './fakes/vscode';
 
 const ROOT = path.join(__dirname, '..', '..');
 const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
@@ -56,6 +56,8 @@ let fake: FakeVscode;
 let logFile: string;
 let inlineProvider: { provideInlineCompletionItems: (...args: unknown[]) => Promise<unknown> } | undefined;
 let completionProvider: { provideCompletionItems: (...args: unknown[]) => unknown } | undefined;
+/** Reference providers the client registered (none: lsp-infer offers no references). */
+let referenceProviders = 0;
 let loaded: typeof import('../src/extension');
 let extension: import('../src/extension').Extension;
 
@@ -93,7 +95,9 @@ function vscodeModule(): object {
         getConfiguration: base.workspace.getConfiguration,
         onDidChangeConfiguration: base.workspace.onDidChangeConfiguration,
         workspaceFolders: base.workspace.workspaceFolders,
-        textDocuments: [],
+        get textDocuments() {
+          return fake.textDocuments;
+        },
         notebookDocuments: [],
         fs: base.workspace.fs,
       }),
@@ -101,6 +105,10 @@ function vscodeModule(): object {
         match: () => 10,
         registerInlineCompletionItemProvider: (_selector: unknown, provider: typeof inlineProvider) => {
           inlineProvider = provider;
+          return disposable();
+        },
+        registerReferenceProvider: () => {
+          referenceProviders += 1;
           return disposable();
         },
         registerCompletionItemProvider: (_selector: unknown, provider: typeof completionProvider) => {
@@ -270,7 +278,7 @@ test('the API key is nowhere in the output, even with verbose tracing', async ()
 
 test('lspInfer/definitions: announced in initialize; the server\'s request is answered on the wire', async () => {
   const initialize = await until('initialize', () => received().find((m) => m.method === 'initialize'));
-  assert.deepEqual(initialize.params.capabilities.experimental, { lspInfer: { definitions: true, suggestionReady: true } });
+  assert.deepEqual(initialize.params.capabilities.experimental, { lspInfer: { definitions: true, references: true, suggestionReady: true } });
   fake.files.set('/work/proj/geometry.ts', 'export function distance(a: Point, b: Point): number {\n  return 0;\n}\n');
   const asked: unknown[] = [];
   fake.commands.set('vscode.executeDefinitionProvider', async (...args: unknown[]) => {
@@ -294,6 +302,29 @@ test('lspInfer/definitions: announced in initialize; the server\'s request is an
     ],
   });
   assert.deepEqual(asked, [['file:///work/proj/main.ts', 4, 9], ['file:///work/proj/main.ts', 5, 0]]);
+});
+
+test('lspInfer/references: announced in initialize; the server\'s request is answered on the wire, lsp-infer registers no reference provider', async () => {
+  const initialize = await until('initialize', () => received().find((m) => m.method === 'initialize'));
+  assert.equal(initialize.params.capabilities.experimental.lspInfer.references, true);
+  assert.equal(referenceProviders, 0, 'the client registered no reference provider');
+  const uri = Uri.file('/work/proj/shapes.go');
+  const document = new FakeDocument(uri, 'func area(w int) int {\n\treturn w * w\n}\n', 'go');
+  document.version = 4;
+  fake.textDocuments = [document as never];
+  const asked: unknown[] = [];
+  const range = (l1: number, c1: number, l2: number, c2: number) => ({ start: { line: l1, character: c1 }, end: { line: l2, character: c2 } });
+  fake.commands.set('vscode.executeReferenceProvider', async (...args: unknown[]) => {
+    const [where, position] = args as [Uri, { line: number; character: number }];
+    asked.push([where.toString(), position.line, position.character]);
+    return [{ uri, range: range(1, 12, 1, 13) }, { uri: Uri.file('/work/proj/main.go'), range: range(3, 1, 3, 2) }, { uri, range: range(0, 10, 0, 11) }, { uri, range: range(1, 8, 1, 9) }];
+  });
+  const client = (extension as unknown as { client: { sendNotification(method: string, params: unknown): Promise<void> } }).client;
+  await client.sendNotification('test/askReferences', { textDocument: { uri: 'file:///work/proj/shapes.go', version: 4 }, position: { line: 0, character: 10 } });
+  const answer = await until('the references answer', () => received().find((m) => m.response === 'references'));
+  assert.deepEqual(answer.result, { references: [range(0, 10, 0, 11), range(1, 8, 1, 9), range(1, 12, 1, 13)] });
+  assert.deepEqual(asked, [['file:///work/proj/shapes.go', 0, 10]]);
+  fake.textDocuments = [];
 });
 
 test('lspInfer/suggestionReady: announced; the server\'s notification makes VS Code ask again, and that request goes as Automatic', async () => {

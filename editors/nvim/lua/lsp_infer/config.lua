@@ -33,6 +33,7 @@ local M = {}
 ---@class lsp_infer.NextEditOptions
 ---@field enabled boolean        ask lspInfer/nextEdit after an edit and a pause
 ---@field debounce_ms integer    the pause after the last edit before asking
+---@field references_timeout_ms integer  the longest lspInfer/references' answer takes (null after)
 ---@field keymaps lsp_infer.NextEditKeymaps|false
 
 ---@type lsp_infer.Options
@@ -66,6 +67,7 @@ M.defaults = {
   next_edit = {
     enabled = true,
     debounce_ms = 300,
+    references_timeout_ms = 3000,
     keymaps = { accept = "<Tab>", dismiss = "<Esc>" },
   },
 }
@@ -139,14 +141,17 @@ function M.check_next_edit(value)
   if value == nil then
     return
   end
-  local expected = { enabled = "boolean", debounce_ms = "number" }
+  local expected = { enabled = "boolean", debounce_ms = "number",
+    references_timeout_ms = "number" }
   for key, kind in pairs(expected) do
     if value[key] ~= nil and type(value[key]) ~= kind then
       error(("lsp_infer: next_edit.%s must be a %s, not %s"):format(key, kind, type(value[key])))
     end
   end
-  if value.debounce_ms ~= nil and value.debounce_ms < 0 then
-    error("lsp_infer: next_edit.debounce_ms must not be negative")
+  for _, key in ipairs({ "debounce_ms", "references_timeout_ms" }) do
+    if value[key] ~= nil and value[key] < 0 then
+      error(("lsp_infer: next_edit.%s must not be negative"):format(key))
+    end
   end
   local keymaps = value.keymaps
   if keymaps ~= nil and keymaps ~= false and type(keymaps) ~= "table" then
@@ -210,6 +215,8 @@ end
 --- The client capabilities to announce: our experimental features, each where the plugin
 --- serves it (the server only uses what a client announces, docs/protocol.md):
 --- - experimental.lspInfer.definitions with the `definitions` option (definitions.lua);
+--- - experimental.lspInfer.references with next edits on (`next_edit.enabled` not false:
+---   references.lua; the server offers the rest of a rename from its answer);
 --- - experimental.lspInfer.suggestionReady where the plugin shows suggestions (ready.lua).
 --- The runtime merges them into its defaults on 0.11+; 0.10 takes the given table whole, so it
 --- gets the defaults here. Nil with neither.
@@ -218,6 +225,9 @@ function M.capabilities()
   local ours = {}
   if M.options.definitions ~= false then
     ours.definitions = true
+  end
+  if not (M.options.next_edit and M.options.next_edit.enabled == false) then
+    ours.references = true
   end
   if M.path() ~= "none" then
     ours.suggestionReady = true
@@ -233,8 +243,9 @@ function M.capabilities()
   return capabilities
 end
 
---- The handlers of our custom notifications and of lspInfer/definitions (and a wrapper of
---- $/progress that remembers the cancellable refactor progress, for :LspInferCancel).
+--- The handlers of our custom notifications and of lspInfer/definitions and
+--- lspInfer/references (and a wrapper of $/progress that remembers the cancellable refactor
+--- progress, for :LspInferCancel).
 function M.handlers()
   return {
     ["lspInfer/status"] = function(err, result, ctx)
@@ -260,6 +271,11 @@ function M.handlers()
     -- have answered, see definitions.lua).
     ["lspInfer/definitions"] = function(err, result, ctx)
       return require("lsp_infer.definitions").handler(err, result, ctx)
+    end,
+    -- Where the name at the cursor is used in the document, from the same servers (yields
+    -- likewise, see references.lua).
+    ["lspInfer/references"] = function(err, result, ctx)
+      return require("lsp_infer.references").handler(err, result, ctx)
     end,
     -- After a cold start the server has a better suggestion where the cursor rests: ask again
     -- there if the user is still at it (ready.lua).
@@ -288,7 +304,7 @@ function M.lsp_config()
     init_options = settings,
     settings = { lspInfer = settings },
     handlers = M.handlers(),
-    -- experimental.lspInfer.definitions and .suggestionReady (M.capabilities).
+    -- experimental.lspInfer.definitions, .references and .suggestionReady (M.capabilities).
     capabilities = M.capabilities(),
     -- The accept command of an item: the runtime's get() runs it through the client after
     -- inserting the item; lifecycle.lua notes the acceptance and sends it to the server.

@@ -8,7 +8,7 @@
 -- the UI: Neovim (0.11+, rpc.lua's handle_body) runs a server request's handler inside
 -- `vim.schedule(coroutine.wrap(...))`, so it yields until the answers are in and the runtime
 -- sends what it returns. Outside a coroutine (older runtimes) it waits with vim.wait, bounded
--- by the same timeout.
+-- by the same timeout (util.await; the requests themselves: util.fan_out).
 --
 -- Every position gets an entry: a definition, or vim.NIL (JSON null) where nothing was found,
 -- a server failed or answered garbage, the buffer went away or the time (definitions_timeout_ms)
@@ -231,7 +231,10 @@ end
 
 -- -- one answer -----------------------------------------------------------------------------
 
-local function is_position(value)
+--- Whether `value` is an LSP position (a line and a character, neither negative).
+---@param value any
+---@return boolean
+function M.is_position(value)
   return type(value) == "table" and type(value.line) == "number"
     and type(value.character) == "number" and value.line >= 0 and value.character >= 0
     and value.line == math.floor(value.line)
@@ -255,7 +258,7 @@ function M.first_location(result)
   local uri = location.targetUri or location.uri
   local range = location.targetSelectionRange or location.targetRange or location.range
   if type(uri) ~= "string" or uri == "" or type(range) ~= "table"
-      or not is_position(range.start) or not is_position(range["end"]) then
+      or not M.is_position(range.start) or not M.is_position(range["end"]) then
     return nil
   end
   return uri, range
@@ -298,20 +301,22 @@ function M.entry(result, from, to)
   }
 end
 
---- The clients that can be asked for `bufnr`'s definitions: attached, not lsp-infer, with a
---- definition provider.
+--- The clients that can be asked `method` (textDocument/definition unless given) for `bufnr`:
+--- attached, not lsp-infer, supporting it (a definitionProvider, a referencesProvider, …).
 ---@param bufnr integer
 ---@param except integer lsp-infer's client id
+---@param method string?
 ---@return vim.lsp.Client[]
-function M.other_clients(bufnr, except)
+function M.other_clients(bufnr, except, method)
+  method = method or M.DEFINITION
   local out = {}
   for _, client in ipairs(vim.lsp.get_clients({ bufnr = bufnr })) do
     if client.id ~= except and client.name ~= util.name then
       local ok, supported
       if has_011 then
-        ok, supported = pcall(client.supports_method, client, M.DEFINITION, bufnr)
+        ok, supported = pcall(client.supports_method, client, method, bufnr)
       else
-        ok, supported = pcall(client.supports_method, M.DEFINITION, { bufnr = bufnr })
+        ok, supported = pcall(client.supports_method, method, { bufnr = bufnr })
       end
       if ok and supported then
         table.insert(out, client)
@@ -321,8 +326,11 @@ function M.other_clients(bufnr, except)
   return out
 end
 
---- The buffer attached to client `client_id` that shows `uri`.
-local function attached_buffer(client_id, uri)
+--- The loaded buffer attached to client `client_id` that shows `uri`.
+---@param client_id integer
+---@param uri string
+---@return integer?
+function M.attached_buffer(client_id, uri)
   for _, bufnr in ipairs(vim.lsp.get_buffers_by_client_id(client_id)) do
     if api.nvim_buf_is_loaded(bufnr) and vim.uri_from_bufnr(bufnr) == uri then
       return bufnr
@@ -351,52 +359,36 @@ function M.resolve(params, client_id, timeout_ms, done)
     and params.positions or {}
   local count = #positions
   local answers = nulls(count)
-  local finished, timer = false, nil
-  local outstanding = {} ---@type table<string, {client: vim.lsp.Client, id: integer}>
   local left = {} ---@type table<integer, integer> requests out per position
 
-  local function finish()
-    if finished then
-      return
-    end
-    finished = true
-    util.close_timer(timer)
-    for _, request in pairs(outstanding) do
-      pcall(util.cancel, request.client, request.id)
-    end
-    done(answers)
-  end
-
-  local function settled()
+  local requests = util.fan_out(function()
     for i = 1, count do
       if answers[i] == vim.NIL and (left[i] or 0) > 0 then
         return false
       end
     end
     return true
-  end
+  end, function()
+    done(answers)
+  end)
 
   local uri = type(params) == "table" and type(params.textDocument) == "table"
     and params.textDocument.uri
   local infer = vim.lsp.get_client_by_id(client_id)
-  local bufnr = infer and type(uri) == "string" and attached_buffer(client_id, uri)
+  local bufnr = infer and type(uri) == "string" and M.attached_buffer(client_id, uri)
   if not infer or not bufnr then
-    return finish()
+    return requests:finish()
   end
   local others = M.other_clients(bufnr, client_id)
   local encoding = infer.offset_encoding or "utf-16"
 
   for i = 1, math.min(count, M.MAX_POSITIONS) do
     local position = positions[i]
-    local line = is_position(position)
+    local line = M.is_position(position)
       and api.nvim_buf_get_lines(bufnr, position.line, position.line + 1, false)[1]
     if line then
       local col = M.byte_col(line, position.character, encoding)
       for _, client in ipairs(others) do
-        if finished then
-          return
-        end
-        local key, replied = nil, false
         local request = {
           textDocument = { uri = uri },
           position = { line = position.line,
@@ -404,47 +396,20 @@ function M.resolve(params, client_id, timeout_ms, done)
         }
         -- Counted before it is sent: an in-process server may answer inside the call.
         left[i] = (left[i] or 0) + 1
-        local called, sent, id = pcall(util.request, client, M.DEFINITION, request,
-          function(err, result)
-            if replied then
-              return
+        requests:request(client, M.DEFINITION, request, bufnr, function(err, result)
+          left[i] = left[i] - 1
+          if err == nil and answers[i] == vim.NIL then
+            local read, entry = pcall(M.entry, result, client.offset_encoding or "utf-16",
+              encoding)
+            if read and entry then
+              answers[i] = entry
             end
-            replied = true
-            if key then
-              outstanding[key] = nil
-            end
-            left[i] = left[i] - 1
-            if finished then
-              return
-            end
-            if err == nil and answers[i] == vim.NIL then
-              local read, entry = pcall(M.entry, result, client.offset_encoding or "utf-16",
-                encoding)
-              if read and entry then
-                answers[i] = entry
-              end
-            end
-            if settled() then
-              finish()
-            end
-          end, bufnr)
-        if not (called and sent) then
-          if not replied then
-            replied = true
-            left[i] = left[i] - 1
           end
-        elseif type(id) == "number" and not replied then
-          key = ("%d:%d"):format(client.id, id)
-          outstanding[key] = { client = client, id = id }
-        end
+        end)
       end
     end
   end
-  if settled() then
-    return finish()
-  end
-  timer = (vim.uv or vim.loop).new_timer()
-  timer:start(math.max(timeout_ms, 0), 0, vim.schedule_wrap(finish))
+  requests:wait(timeout_ms)
 end
 
 --- The handler of lspInfer/definitions (the client config's `handlers`).
@@ -458,37 +423,9 @@ function M.handler(_, params, ctx)
     return { definitions = {} }
   end
   local timeout = tonumber(config.options.definitions_timeout_ms) or 1000
-  local co = coroutine.running()
-  local yieldable = co ~= nil and coroutine.isyieldable ~= nil and coroutine.isyieldable()
-  local answer, waiting = nil, false
-  local function done(definitions)
-    if answer then
-      return
-    end
-    answer = definitions
-    if waiting then
-      vim.schedule(function()
-        local ok, why = coroutine.resume(co)
-        if not ok then
-          require("vim.lsp.log").error("lsp-infer: lspInfer/definitions: " .. tostring(why))
-        end
-      end)
-    end
-  end
-  local ok = pcall(M.resolve, params, ctx and ctx.client_id or -1, timeout, done)
-  if not ok then
-    done(nulls(#positions))
-  end
-  if not answer then
-    if yieldable then
-      waiting = true
-      coroutine.yield()
-    else
-      vim.wait(timeout + 200, function()
-        return answer ~= nil
-      end, 10)
-    end
-  end
+  local answer = util.await(M.METHOD, timeout, function(done)
+    M.resolve(params, ctx and ctx.client_id or -1, timeout, done)
+  end)
   return { definitions = answer or nulls(#positions) }
 end
 

@@ -73,11 +73,8 @@ local function server_off(client)
     and section.nextEdit.enabled == false
 end
 
---- The buffer's document version as lsp-infer last heard it (see ready.lua).
-local function version_of(bufnr)
-  local versions = vim.lsp.util.buf_versions
-  return type(versions) == "table" and versions[bufnr] or nil
-end
+--- The buffer's document version as lsp-infer last heard it (util.version).
+local version_of = util.version
 
 local function define_highlights()
   -- `default`: a colour scheme or the user's own definition wins.

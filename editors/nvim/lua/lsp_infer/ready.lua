@@ -44,14 +44,8 @@ function M.parse(params)
   return ready
 end
 
---- The buffer's document version as lsp-infer last heard it: the runtime's count (the
---- b:changedtick of its last didChange, 0 at didOpen), kept per buffer (0.11 and 0.12 checked).
----@param bufnr integer
----@return integer?
-local function version_of(bufnr)
-  local versions = vim.lsp.util.buf_versions
-  return type(versions) == "table" and versions[bufnr] or nil
-end
+--- The buffer's document version as lsp-infer last heard it (util.version).
+local version_of = util.version
 
 --- Whether the user is still where the suggestion is ready: the current buffer shows `ready.uri`
 --- and is attached to `client`, in insert mode, at `ready.version`, with the cursor at the

@@ -60,6 +60,148 @@ function M.close_timer(timer)
   return nil
 end
 
+--- The buffer's document version as the lsp-infer client last heard it: the runtime's count
+--- (vim.lsp.util.buf_versions: the b:changedtick of its last didChange, 0 at didOpen), kept per
+--- buffer (0.11 and 0.12 checked).
+---@param bufnr integer
+---@return integer?
+function M.version(bufnr)
+  local versions = vim.lsp.util.buf_versions
+  return type(versions) == "table" and versions[bufnr] or nil
+end
+
+-- -- answering a server's request from other language servers -------------------------------
+
+--- Run `start(done)`, which calls `done(value)` once, now or later, and return that value; nil
+--- when `start` raised or `timeout_ms` (and 200 ms more) ran out first. For the handler of a
+--- request from the server: Neovim (0.11+, rpc.lua's handle_body) runs it inside
+--- `vim.schedule(coroutine.wrap(...))`, so it yields until `done` and the runtime sends what the
+--- handler returns; outside a coroutine (older runtimes) it waits with vim.wait. `label` names
+--- the request in the LSP log should resuming fail.
+---@param label string
+---@param timeout_ms integer
+---@param start fun(done: fun(value: any))
+---@return any
+function M.await(label, timeout_ms, start)
+  local co = coroutine.running()
+  local yieldable = co ~= nil and coroutine.isyieldable ~= nil and coroutine.isyieldable()
+  local answer, got, waiting = nil, false, false
+  local function done(value)
+    if got then
+      return
+    end
+    got, answer = true, value
+    if waiting then
+      vim.schedule(function()
+        local ok, why = coroutine.resume(co)
+        if not ok then
+          require("vim.lsp.log").error(("lsp-infer: %s: %s"):format(label, tostring(why)))
+        end
+      end)
+    end
+  end
+  if not pcall(start, done) then
+    done(nil)
+  end
+  if not got then
+    if yieldable then
+      waiting = true
+      coroutine.yield()
+    else
+      vim.wait(timeout_ms + 200, function()
+        return got
+      end, 10)
+    end
+  end
+  return answer
+end
+
+---@class lsp_infer.FanOut
+---@field finished boolean
+---@field private sending boolean
+---@field private settled fun(): boolean
+---@field private done fun()
+---@field private timer uv.uv_timer_t?
+---@field private outstanding table<string, {client: vim.lsp.Client, id: integer}>
+local FanOut = {}
+FanOut.__index = FanOut
+
+--- Requests to several language servers that end together: `done()` is called once, when
+--- `settled()` holds after a reply (or after the last request is sent, see :wait), or when the
+--- time runs out; the requests still out are cancelled then.
+---@param settled fun(): boolean
+---@param done fun()
+---@return lsp_infer.FanOut
+function M.fan_out(settled, done)
+  return setmetatable({ finished = false, sending = true, settled = settled, done = done,
+    outstanding = {} }, FanOut)
+end
+
+--- End it now (once): cancel what is still out, then `done()`.
+function FanOut:finish()
+  if self.finished then
+    return
+  end
+  self.finished = true
+  self.timer = M.close_timer(self.timer)
+  for _, request in pairs(self.outstanding) do
+    pcall(M.cancel, request.client, request.id)
+  end
+  self.outstanding = {}
+  self.done()
+end
+
+--- Send one request; `on_reply(err, result)` is called at most once, unless it has finished
+--- (a request that could not be sent: an error). Checks `settled()` after it, but not before
+--- :wait (an in-process server may answer inside the call, before the rest are sent).
+---@param client vim.lsp.Client
+---@param method string
+---@param params table
+---@param bufnr integer
+---@param on_reply fun(err: any, result: any)
+function FanOut:request(client, method, params, bufnr, on_reply)
+  local key, replied = nil, false
+  local function reply(err, result)
+    if replied then
+      return
+    end
+    replied = true
+    if key then
+      self.outstanding[key] = nil
+    end
+    if self.finished then
+      return
+    end
+    on_reply(err, result)
+    if not self.sending and self.settled() then
+      self:finish()
+    end
+  end
+  local called, sent, id = pcall(M.request, client, method, params, reply, bufnr)
+  if not (called and sent) then
+    reply({ code = -32603, message = "not sent" }, nil)
+  elseif type(id) == "number" and not replied then
+    key = ("%d:%d"):format(client.id, id)
+    self.outstanding[key] = { client = client, id = id }
+  end
+end
+
+--- Everything is sent: finish now if settled, else within `timeout_ms`.
+---@param timeout_ms integer
+function FanOut:wait(timeout_ms)
+  self.sending = false
+  if self.finished then
+    return
+  end
+  if self.settled() then
+    return self:finish()
+  end
+  self.timer = (vim.uv or vim.loop).new_timer()
+  self.timer:start(math.max(timeout_ms, 0), 0, vim.schedule_wrap(function()
+    self:finish()
+  end))
+end
+
 --- Text as virtual text can show it: tabs as the buffer's tabstop of spaces.
 ---@param text string
 ---@return string

@@ -12,3 +12,24 @@ export class Timers {
     }
   }
 }
+
+/** A cancellation token the test cancels by hand, counting the listeners let go. */
+export class Cancel {
+  private listeners: (() => void)[] = [];
+  disposed = 0;
+  readonly token = {
+    onCancellationRequested: (listener: () => void) => {
+      this.listeners.push(listener);
+      return { dispose: () => (this.disposed += 1) };
+    },
+  };
+  cancel(): void {
+    this.listeners.forEach((listener) => listener());
+  }
+}
+
+/** A real timer (setTimeout), as the extension's default. */
+export function realSchedule(run: () => void, ms: number): () => void {
+  const timer = setTimeout(run, ms);
+  return () => clearTimeout(timer);
+}
