@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import difflib
-import functools
 import gzip
 import json
 import os
@@ -79,12 +78,11 @@ from lsp_infer.local.lane import ModelLane  # noqa: E402
 from lsp_infer.local.line_model import LocalLineModel  # noqa: E402
 from lsp_infer.local.llama_cpp import LlamaCppBackend  # noqa: E402
 from lsp_infer.next_edit.analogy import line_confidence  # noqa: E402
-from lsp_infer.next_edit.history import Edit, EditHistory  # noqa: E402
-from lsp_infer.next_edit.predict import Prediction, applied, predict, smallest_edit  # noqa: E402
+from lsp_infer.next_edit.edits import applied  # noqa: E402
+from lsp_infer.next_edit.history import EditHistory  # noqa: E402
+from lsp_infer.next_edit.predict import predict, smallest_edit  # noqa: E402
 from lsp_infer.next_edit.references import (  # noqa: E402
-    References,
     references_in,
-    rename_from_references,
 )
 from lsp_infer.next_edit.service import LineModel, ModelAsk, NextEdits  # noqa: E402
 from lsp_infer.next_edit.syntax import Syntax  # noqa: E402
@@ -110,7 +108,10 @@ class Case:
     new: str
     source: str
     expected: str  # the text after the whole rename (or, for "other variable", unchanged)
-    syntax: Syntax = "python"
+    syntax: Syntax | None = "python"  # None: a language without a parser here (C)
+    # What the editor's language server answers textDocument/references at the case's place
+    # before the edit (offsets), when the suite asked it (next_edit_c.py); else jedi's.
+    references: tuple[tuple[int, int], ...] | None = None
 
 
 def offset_of(source: str, line: int, column: int) -> int:
@@ -234,10 +235,6 @@ def _file_references(script: jedi.Script, line: int, column: int) -> list[jedi.a
     return [r for r in found if r.module_path is None or str(r.module_path).endswith("case.py")]
 
 
-def carry(text: str, found: References, syntax: Syntax, latest: Edit) -> Prediction | None:
-    return rename_from_references(text, latest, found, syntax)
-
-
 def references_before(case: Case) -> list[tuple[int, int]]:
     """What an editor's language server (jedi, as jedi-language-server answers
     textDocument/references) says of the name at the case's place, asked before the edit."""
@@ -249,26 +246,35 @@ def references_before(case: Case) -> list[tuple[int, int]]:
 
 def run_case(case: Case, references: bool = False) -> tuple[bool, bool, float]:
     """(shown, right, seconds to predict) for one case, typed as an editor sends it; with
-    ``references``, the editor's references asked before the edit come first (as the server
-    has them when the cursor rested on the name: lspInfer/references)."""
+    ``references``, the editor's references asked before the edit are there too (as the
+    server has them when the cursor rested on the name: lspInfer/references)."""
+    text, after, seconds = predicted(case, references)
+    if after is None:
+        return False, text == case.expected, seconds
+    return True, after == case.expected, seconds
+
+
+def predicted(case: Case, references: bool = False) -> tuple[str, str | None, float]:
+    """The text after the user's edit, the text after the prediction (None: nothing shown),
+    and the seconds to predict."""
     at = offset_of(case.source, case.line, case.column)
     history, text = EditHistory(), case.source
     end = at + len(case.old)
     splices = [Splice(end - i - 1, end - i, "") for i in range(len(case.old))]
     splices += [Splice(at + i, at + i, char) for i, char in enumerate(case.new)]
-    found = references_in(case.source, case.old, references_before(case)) if references else None
+    spans = list(case.references) if case.references is not None else None
+    if references and spans is None:
+        spans = references_before(case)
+    found = references_in(case.source, case.old, spans) if references and spans else None
     for splice in splices:
         history.record(text, splice)
         if found is not None:
             found.splice(splice)
         text = text[: splice.start] + splice.new + text[splice.end :]
     started = time.perf_counter()
-    carried = None if found is None else functools.partial(carry, text, found, case.syntax)
-    prediction = predict(text, history.edits, case.syntax, carried)
+    prediction = predict(text, history.edits, case.syntax, found)
     seconds = time.perf_counter() - started
-    if prediction is None:
-        return False, text == case.expected, seconds
-    return True, applied(text, prediction.edits) == case.expected, seconds
+    return text, None if prediction is None else applied(text, prediction.edits), seconds
 
 
 HISTORY_SUITE = ROOT / "bench" / "data" / "next-edit-history.jsonl.gz"

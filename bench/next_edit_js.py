@@ -15,6 +15,11 @@ already visible there (tsserver finds its declaration in the file once the chang
 
     (cd bench/typescript && npm ci)
     python bench/next_edit_js.py --cases 400 --seed 0 --show-wrong 10
+    python bench/next_edit_js.py --cases 400 --seed 0 --references
+
+With ``--references``, the same cases again with what tsserver answers
+``textDocument/references`` at the renamed place before the edit (lspInfer/references:
+next_edit/references.py, used where the scope rules give no rename).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import random
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import tree_sitter_javascript
@@ -114,13 +119,14 @@ def line_column(source: str, offset: int) -> tuple[int, int]:
     return source.count("\n", 0, offset) + 1, offset - line_start
 
 
-class TsServer:
-    """typescript-language-server over stdio, one file open at a time."""
+class OneFileServer:
+    """A language server over stdio (typescript-language-server; clangd in next_edit_c.py),
+    one file open at a time, each in a folder of its own."""
 
     def __init__(self, editor: LanguageServerEditor, folder: Path) -> None:
         self.editor, self.folder, self.uri, self.opened = editor, folder, "", 0
 
-    async def open(self, name: str, text: str, syntax: Syntax) -> None:
+    async def open(self, name: str, text: str, language: str) -> None:
         if self.uri:
             self.editor.close(self.uri)
         self.opened += 1
@@ -128,7 +134,7 @@ class TsServer:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         self.uri = path.as_uri()
-        self.editor.open(self.uri, text, syntax)
+        self.editor.open(self.uri, text, language)
 
     def change(self, text: str) -> None:
         self.editor.open(self.uri, text, "")
@@ -166,6 +172,27 @@ class TsServer:
             for e in by_uri[self.uri]
         )
 
+    async def references(self, text: str, offset: int) -> list[tuple[int, int]] | None:
+        """The server's references of the name at ``offset`` in this file, its declaration
+        included, as an editor's plugin answers lspInfer/references; None when it fails."""
+        line, character = position_at(text, offset, "utf-16")
+        params = types.ReferenceParams(
+            context=types.ReferenceContext(include_declaration=True),
+            text_document=types.TextDocumentIdentifier(self.uri),
+            position=types.Position(line, character),
+        )
+        try:
+            result = await asyncio.wait_for(
+                self.editor.client.text_document_references_async(params), REQUEST_TIMEOUT_S
+            )
+        except Exception:
+            return None
+        return sorted(
+            (offset_at(text, r.range.start.line, r.range.start.character, "utf-16"),
+             offset_at(text, r.range.end.line, r.range.end.character, "utf-16"))
+            for r in result or [] if r.uri == self.uri
+        )  # fmt: skip
+
     async def declaration(self, text: str, offset: int) -> int | None:
         """Where, in this file, the name at ``offset`` is declared (tsserver's definition)."""
         line, character = position_at(text, offset, "utf-16")
@@ -194,7 +221,7 @@ def applied(text: str, edits: list[tuple[int, int, str]]) -> str:
     return text
 
 
-async def cases_of(server: TsServer, path: Path, syntax: Syntax, rng: random.Random,
+async def cases_of(server: OneFileServer, path: Path, syntax: Syntax, rng: random.Random,
                    per_file: int) -> list[Case]:  # fmt: skip
     source = path.read_text(encoding="utf-8")
     if any(char in source for char in ODD_BREAKS):
@@ -202,6 +229,17 @@ async def cases_of(server: TsServer, path: Path, syntax: Syntax, rng: random.Ran
     module = str(path.relative_to(MODULES))
     await server.open(path.name, source, syntax)
     names = list(identifiers(source, syntax))
+    return await cases_in(server, module, source, syntax, names, rng, per_file,
+                          ["Value", "New", "Item", "Count"])  # fmt: skip
+
+
+async def cases_in(server: OneFileServer, module: str, source: str, syntax: Syntax | None,
+                   names: list[tuple[int, str]], rng: random.Random, per_file: int,
+                   suffixes: list[str]) -> list[Case]:  # fmt: skip
+    """The cases of one file open in ``server``: ``names`` (offset, name: every identifier in
+    the code) picked at random, each renamed (its name and a suffix) as the server renames it,
+    at its declaration and at a use, with the server's references there before the edit; and
+    that use changed to another name the server resolves in the file."""
     rng.shuffle(names)
     declared = {name for _, name in names}
     code = {offset for offset, _ in names}
@@ -213,7 +251,7 @@ async def cases_of(server: TsServer, path: Path, syntax: Syntax, rng: random.Ran
         if name in seen:
             continue
         seen.add(name)
-        new = f"{name}{rng.choice(['Value', 'New', 'Item', 'Count'])}"
+        new = f"{name}{rng.choice(suffixes)}"
         edits = await server.rename(source, offset, new)
         if edits is None or len(edits) < 2:
             continue
@@ -221,18 +259,20 @@ async def cases_of(server: TsServer, path: Path, syntax: Syntax, rng: random.Ran
         at = await server.declaration(source, offset)
         if at is None or not any(start == at for start, _, _ in edits):
             continue
+        references = tuple(await server.references(source, at) or ())
         found.append(Case(module, "definition", *line_column(source, at), name, new, source,
-                          expected, syntax))  # fmt: skip
+                          expected, syntax, references))  # fmt: skip
         # A use in the code (not a JSDoc comment's `@param`, which tsserver renames too).
         uses = [start for start, end, _ in edits
                 if start != at and source[start:end] == name and start in code]  # fmt: skip
         if not uses:
             continue
         use = rng.choice(uses)
+        references = tuple(await server.references(source, use) or ())
         found.append(Case(module, "use", *line_column(source, use), name, new, source,
-                          expected, syntax))  # fmt: skip
-        # The same use changed to another name that is a variable there (tsserver finds its
-        # declaration in this file once the change is made): no rename meant.
+                          expected, syntax, references))  # fmt: skip
+        # The same use changed to another name that is a variable there (the server finds
+        # its declaration in this file once the change is made): no rename meant.
         others = sorted(declared - {name})
         rng.shuffle(others)
         for other in others[:4]:
@@ -242,7 +282,7 @@ async def cases_of(server: TsServer, path: Path, syntax: Syntax, rng: random.Ran
             server.change(source)
             if bound is not None and bound != use:
                 found.append(Case(module, "other variable", *line_column(source, use), name,
-                                  other, source, changed, syntax))  # fmt: skip
+                                  other, source, changed, syntax, references))  # fmt: skip
                 break
     return found
 
@@ -251,14 +291,25 @@ async def build(cases: int, seed: int) -> list[Case]:
     rng = random.Random(seed)
     files = sources()
     per_file = max(1, cases // len(files)) + 1
-    folder = Path(tempfile.mkdtemp(prefix="next-edit-js-"))
-    editor = await LanguageServerEditor.start([str(SERVER), "--stdio"], folder)
-    try:
-        server = TsServer(editor, folder)
+
+    async def each(server: OneFileServer) -> list[Case]:
         found: list[Case] = []
         for path, syntax in files:
             found += await cases_of(server, path, syntax, rng, per_file)
         return found
+
+    return await with_server([str(SERVER), "--stdio"], each)
+
+
+async def with_server(
+    command: list[str], work: Callable[[OneFileServer], Awaitable[list[Case]]]
+) -> list[Case]:
+    """``work`` done with the language server ``command`` over stdio, its files in a
+    temporary folder removed after."""
+    folder = Path(tempfile.mkdtemp(prefix="next-edit-bench-"))
+    editor = await LanguageServerEditor.start(command, folder)
+    try:
+        return await work(OneFileServer(editor, folder))
     finally:
         await editor.stop()
         shutil.rmtree(folder, ignore_errors=True)
@@ -269,6 +320,8 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=400, help="rename cases (about)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show-wrong", type=int, default=0, help="print this many wrong ones")
+    parser.add_argument("--references", action="store_true", help="also with tsserver's "
+                        "references asked at the renamed place before the edit")  # fmt: skip
     args = parser.parse_args()
     if not SERVER.exists():
         raise SystemExit("no typescript-language-server: run npm ci in bench/typescript")
@@ -280,6 +333,10 @@ def main() -> None:
         results = {kind: [run_case(c) for c in mine if c.kind == kind]
                    for kind in ("definition", "use", "other variable")}  # fmt: skip
         _table(results)
+        if args.references:
+            print("with tsserver's references asked before the edit (lspInfer/references)")
+            _table({kind: [run_case(c, True) for c in mine if c.kind == kind]
+                    for kind in ("definition", "use", "other variable")})  # fmt: skip
         why = {}
         for case in mine:
             if case.module not in why:
@@ -294,7 +351,7 @@ def main() -> None:
         shown = [c for c in rest if run_case(c)[0]]
         print(f"  the other renames: {len(shown)} of {len(rest)} shown "
               f"({100 * len(shown) / max(1, len(rest)):.1f} %)")  # fmt: skip
-        wrong = [(c, r) for c in mine if (r := run_case(c))[0] and not r[1]]
+        wrong = [(c, r) for c in mine if (r := run_case(c, args.references))[0] and not r[1]]
         for case, _ in wrong[: args.show_wrong]:
             print(f"  wrong: {case.kind} {case.module}:{case.line}:{case.column} "
                   f"{case.old} → {case.new}")  # fmt: skip

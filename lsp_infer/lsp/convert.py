@@ -19,7 +19,7 @@ from lsp_infer.editor import (
     cut_text,
     definition_text_bounds,
 )
-from lsp_infer.next_edit.predict import Prediction
+from lsp_infer.next_edit.edits import Prediction
 from lsp_infer.positions import (
     ENCODINGS,
     Encoding,

@@ -20,8 +20,9 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lsp_infer.next_edit.edits import Prediction, applied
 from lsp_infer.next_edit.history import Edit
-from lsp_infer.next_edit.predict import Prediction, applied, indent_of, line_span, smallest_edit
+from lsp_infer.next_edit.predict import indent_of, line_span, smallest_edit
 from lsp_infer.next_edit.syntax import Syntax, parses
 
 REACH_LINES = 40  # how far from the edit a line like it is looked for

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -457,13 +458,9 @@ def reference_kinds(
     "import" where the name is imported or exported by name, an enum's or a namespace's
     (``_UNSAFE``), "shorthand" for ``{name}`` (renamed, it keeps its key), else "name"; None
     when the source does not parse."""
-    try:
-        parsed = _parse(source, dialect)
-    except (ValueError, UnicodeError, RecursionError, MemoryError):
+    root = _root(source, dialect)
+    if root is None:
         return None
-    if parsed is None:
-        return None
-    root, _ = parsed
     kinds = []
     for start, end in spans:
         byte = len(source[:start].encode("utf-8", "surrogatepass"))
@@ -477,3 +474,47 @@ def reference_kinds(
             node = node.parent
         kinds.append(kind)
     return kinds
+
+
+_MEMBERS = frozenset({"property_identifier", "private_property_identifier", *_SHORTHANDS})
+
+
+def member_named(source: str, name: str, dialect: Dialect) -> bool:
+    """Whether ``name`` is still a member in ``source`` (a property, a field, a method, an
+    object's key). True when it does not parse. After a member's rename from the editor's
+    references, one left means the language server did not follow every use
+    (next_edit/references.py)."""
+    root = _root(source, dialect)
+    wanted = name.encode("utf-8", "surrogatepass")
+    return root is None or any(n.type in _MEMBERS and n.text == wanted for n in _nodes(root))
+
+
+def in_jsdoc_type(source: str, name: str, dialect: Dialect) -> bool:
+    """Whether a JSDoc comment's type (``@param {String|Buffer} body``) uses ``name``: a
+    rename must follow it there too, which TypeScript's does and no reference names. True
+    when the source does not parse."""
+    root = _root(source, dialect)
+    return root is None or any(
+        n.type == "comment"
+        and (comment := (n.text or b"").decode("utf-8", "surrogatepass")).startswith("/**")
+        and name in _jsdoc_type_names(comment)
+        for n in _nodes(root)
+    )
+
+
+def _root(source: str, dialect: Dialect) -> Node | None:
+    """The syntax tree's root; None when the source does not parse."""
+    try:
+        parsed = _parse(source, dialect)
+    except (ValueError, UnicodeError, RecursionError, MemoryError):
+        return None
+    return None if parsed is None else parsed[0]
+
+
+def _nodes(root: Node) -> Iterator[Node]:
+    """Every node under ``root`` (itself included), depth first, without recursion."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children)

@@ -18,63 +18,34 @@ key or the variable meant?), a language without a parser here (syntax.py).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from lsp_infer.next_edit.edits import Prediction, TextEdit, applied, rename_of
 from lsp_infer.next_edit.history import Edit
-from lsp_infer.next_edit.syntax import (
-    Syntax,
-    is_code_name,
-    is_name,
-    is_name_char,
-    parses,
-    same_binding,
+from lsp_infer.next_edit.references import (
+    References,
+    rename_from_references,
+    renames_one_of,
 )
-
-
-@dataclass(frozen=True)
-class TextEdit:
-    """Replace ``text[start:end]`` of the document now with ``new``."""
-
-    start: int
-    end: int
-    new: str
-
-
-def applied(text: str, edits: Sequence[TextEdit]) -> str:
-    """``text`` with ``edits`` (sorted, never overlapping) made."""
-    parts, at = [], 0
-    for edit in edits:
-        parts += [text[at : edit.start], edit.new]
-        at = edit.end
-    return "".join([*parts, text[at:]])
-
-
-@dataclass(frozen=True)
-class Prediction:
-    kind: str  # what made it: "rename", "repeat"
-    edits: tuple[TextEdit, ...]  # sorted, never overlapping
-    label: str
-    from_references: bool = False  # a rename from the editor's references (counted apart)
+from lsp_infer.next_edit.syntax import Syntax, is_code_name, parses, same_binding
 
 
 def predict(
-    text: str,
-    edits: list[Edit],
-    syntax: Syntax | None,
-    references_rename: Callable[[Edit], Prediction | None] | None = None,
+    text: str, edits: list[Edit], syntax: Syntax | None, references: References | None = None
 ) -> Prediction | None:
     """The next edit of the document ``text``, given its recent ``edits`` (oldest first, in
     ``text``'s coordinates); None when nothing is near certain. A rename needs the language's
     scopes (``syntax`` None: none can be read) or, where they give none (an attribute, a
-    language without a parser here), the editor's references (``references_rename``:
-    next_edit/references.py); a repeated edit is plain text, any language."""
+    language without a parser here), the editor's ``references`` of the name (references.py);
+    a repeated edit is plain text, any language."""
     if not edits:
         return None
     if syntax is not None and (rename := predict_rename(text, edits, syntax)) is not None:
         return rename
-    if references_rename is not None and (rename := references_rename(edits[-1])) is not None:
-        return rename
+    if references is not None:
+        if (rename := rename_from_references(text, edits[-1], references, syntax)) is not None:
+            return rename
+        if renames_one_of(text, edits[-1], references, syntax):
+            return None  # a name the language server knows, renamed: its gates' refusal stands
     if syntax is not None and renamed_in_code(text, edits[-1], syntax):
         # A name in the code changed to another: the rename's rules said no (another variable
         # meant, most often), or it is an attribute's, which no scope tells about here.
@@ -88,35 +59,6 @@ def renamed_in_code(text: str, edit: Edit, syntax: Syntax) -> bool:
     and its refusal stands."""
     rename = rename_of(text, edit, syntax)
     return rename is not None and is_code_name(edit.undone(text), rename.start, syntax)
-
-
-def word_around(text: str, start: int, end: int, syntax: Syntax | None) -> tuple[int, int]:
-    """``[start, end)`` grown to the identifier characters on either side."""
-    while start > 0 and is_name_char(text[start - 1], syntax):
-        start -= 1
-    while end < len(text) and is_name_char(text[end], syntax):
-        end += 1
-    return start, end
-
-
-@dataclass(frozen=True)
-class _Rename:
-    start: int  # in the text before the edit (the same in the text now: nothing left of it moved)
-    old: str
-    new: str
-
-
-def rename_of(text: str, edit: Edit, syntax: Syntax | None) -> _Rename | None:
-    """The rename ``edit`` made inside one identifier, if that is what it did."""
-    if not all(is_name_char(c, syntax) for c in edit.old + edit.new):
-        return None
-    before = edit.undone(text)
-    old_start, old_end = word_around(before, edit.start, edit.start + len(edit.old), syntax)
-    new_start, new_end = word_around(text, edit.start, edit.end, syntax)
-    old, new = before[old_start:old_end], text[new_start:new_end]
-    if old_start != new_start or old == new or not (is_name(old, syntax) and is_name(new, syntax)):
-        return None
-    return _Rename(old_start, old, new)
 
 
 def predict_rename(text: str, edits: list[Edit], syntax: Syntax) -> Prediction | None:

@@ -361,3 +361,26 @@ def reference_kinds(source: str, spans: list[tuple[int, int]]) -> list[str] | No
             import_lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
     return ["import" if source.count("\n", 0, start) + 1 in import_lines else "name"
             for start, _ in spans]  # fmt: skip
+
+
+def member_named(source: str, name: str) -> bool:
+    """Whether ``name`` is still a member in ``source``: an attribute (``x.name``), or bound in a
+    class's body (a field, a method, ``name = property(…)``). True when it does not parse.
+    After a member's rename from the editor's references, one left means the language server
+    did not follow every use (next_edit/references.py)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == name:
+            return True
+        if isinstance(node, ast.ClassDef):
+            for statement in node.body:
+                if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    if statement.name == name:
+                        return True
+                    continue
+                if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(statement)):
+                    return True
+    return False

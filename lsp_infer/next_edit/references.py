@@ -11,8 +11,12 @@ When the latest edit renamed the name at one of the spans, the others that still
 name are the rename's next edit, in any language: the language server knows attributes,
 methods and fields, which the scope rules (python_scopes.py, js_scopes.py) refuse. Never
 offered: a new name already in the document as a word (it may name something else, which the
-rename would capture), a span in an import or an export by name (``import {a}`` renamed imports
-another name), a span that reads neither name any more (the user changed the code there), a
+rename would capture), a span in an import or an export by name, the renamed one included
+(``import {a}`` renamed imports another name), a name a JSDoc type uses (no reference names
+it there), a rename typed at a shorthand ``{name}``, a span that reads neither name any more
+(the user changed the code there), a
+member's rename (a span after a ``.``) that leaves a member of the old name (the language
+server did not follow every use of an attribute: jedi where ``self``'s class is unknown), a
 result that does not parse where a parser can tell.
 """
 
@@ -23,8 +27,8 @@ from dataclasses import dataclass, field
 
 from lsp_infer.documents import Splice
 from lsp_infer.next_edit import js_scopes, python_scopes
+from lsp_infer.next_edit.edits import Prediction, TextEdit, applied, rename_of, word_around
 from lsp_infer.next_edit.history import Edit
-from lsp_infer.next_edit.predict import Prediction, TextEdit, applied, rename_of, word_around
 from lsp_infer.next_edit.syntax import Syntax, is_name_char, parses
 
 MAX_SPANS = 2000  # an answer with more (a name used all over a generated file) is not kept
@@ -108,20 +112,27 @@ def rename_from_references(
             return None  # the text no longer says what the language server saw: never guess
     if renamed is None or not planned:
         return None
-    kinds = _span_kinds(text, [renamed], syntax)
-    if kinds is None or kinds[0] == "shorthand":
-        return None  # `{wdth}` typed over: the key changed too, or only the variable?
+    kinds = _span_kinds(text, [renamed, *((s.start, s.end) for s in planned)], syntax)
+    if kinds is None or kinds[0] != "name" or "import" in kinds:
+        # `{wdth}` typed over: the key changed too, or only the variable? `import {a}` typed
+        # over: another name imported, or this one under another name (`a as b`)? One to
+        # rename in an import or export by name: it would import or export another name.
+        return None
+    if syntax in ("javascript", "typescript", "tsx") and js_scopes.in_jsdoc_type(
+        text, rename.old, syntax
+    ):
+        return None  # a JSDoc type names it too (`{String|Buffer}`), which no reference does
     if _words(text, rename.new, syntax) != 1 + done:
         return None  # the new name is in the document already: it may mean something else
-    edits = _edits(text, planned, rename.new, syntax)
-    if edits is None:
-        return None
+    edits = [TextEdit(s.end, s.end, f": {rename.new}") if kind == "shorthand"  # keeps its key
+             else TextEdit(s.start, s.end, rename.new)
+             for s, kind in zip(planned, kinds[1:], strict=True)]  # fmt: skip
     after = applied(text, edits)
     if syntax is not None and not parses(after, syntax):
         return None
     members = [s for s in [Span(*renamed), *planned] if text[: s.start].rstrip().endswith(".")]
-    if members and _words(after, rename.old, syntax):
-        # A member's rename must leave no use of the old name: a language server may not
+    if members and _member_left(after, rename.old, syntax):
+        # A member's rename must leave no member of the old name: a language server may not
         # follow every use of an attribute (its type unknown where it is read).
         return None
     more = f"{len(edits)} more" if len(edits) > 1 else "1 more"
@@ -129,20 +140,27 @@ def rename_from_references(
     return Prediction("rename", tuple(edits), label, from_references=True)
 
 
+def renames_one_of(text: str, latest: Edit, references: References, syntax: Syntax | None
+                   ) -> bool:  # fmt: skip
+    """Whether ``latest`` renamed the name at one of the spans of ``references`` (whatever the
+    gates said of carrying it on): a name in the code, as the language server knows it."""
+    rename = rename_of(text, latest, syntax)
+    return (
+        rename is not None
+        and rename.old == references.name
+        and any(
+            span.touched
+            and span.start <= rename.start + len(rename.new)
+            and rename.start <= span.end
+            for span in references.spans
+        )
+    )
+
+
 def _words(text: str, word: str, syntax: Syntax | None) -> int:
     """How often ``word`` stands in ``text`` as a whole name."""
     name_chars = r"\w" if syntax in (None, "python") else r"\w$"
     return len(re.findall(rf"(?<![{name_chars}]){re.escape(word)}(?![{name_chars}])", text))
-
-
-def _edits(text: str, spans: list[Span], new: str, syntax: Syntax | None) -> list[TextEdit] | None:
-    """The rename at ``spans`` (sorted); None when one is in an import or export by name."""
-    kinds = _span_kinds(text, [(s.start, s.end) for s in spans], syntax)
-    if kinds is None or "import" in kinds:
-        return None
-    return [TextEdit(s.end, s.end, f": {new}") if kind == "shorthand"  # `{wdth}` keeps its key
-            else TextEdit(s.start, s.end, new)
-            for s, kind in zip(spans, kinds, strict=True)]  # fmt: skip
 
 
 def _span_kinds(text: str, spans: list[tuple[int, int]], syntax: Syntax | None) -> list[str] | None:
@@ -155,3 +173,13 @@ def _span_kinds(text: str, spans: list[tuple[int, int]], syntax: Syntax | None) 
     lines = text.split("\n")
     return ["import" if _IMPORT_LINE.match(lines[text.count("\n", 0, start)]) else "name"
             for start, _ in spans]  # fmt: skip
+
+
+def _member_left(text: str, name: str, syntax: Syntax | None) -> bool:
+    """Whether ``name`` is still a member in ``text`` (an attribute, a class's field or method);
+    without a parser here, whether it is still there at all."""
+    if syntax == "python":
+        return python_scopes.member_named(text, name)
+    if syntax is not None:
+        return js_scopes.member_named(text, name, syntax)
+    return _words(text, name, syntax) > 0

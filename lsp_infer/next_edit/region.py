@@ -14,8 +14,9 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lsp_infer.next_edit.edits import Prediction, TextEdit, applied
 from lsp_infer.next_edit.history import Edit
-from lsp_infer.next_edit.predict import Prediction, TextEdit, applied, smallest_edit
+from lsp_infer.next_edit.predict import smallest_edit
 from lsp_infer.next_edit.syntax import Syntax, parses
 
 MAX_EDITS = 4  # a small group, not a rewrite of the region

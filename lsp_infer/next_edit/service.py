@@ -20,9 +20,10 @@ from lsp_infer.core.cancel import Cancelled, CancelReason, CancelToken
 from lsp_infer.documents import Snapshot, Splice
 from lsp_infer.editor import Editor, EditorRequestFailed
 from lsp_infer.next_edit.analogy import analogy_for, analogy_prediction, analogy_prompt
+from lsp_infer.next_edit.edits import Prediction, word_around
 from lsp_infer.next_edit.history import Edit, EditHistories
-from lsp_infer.next_edit.predict import Prediction, predict, renamed_in_code, word_around
-from lsp_infer.next_edit.references import References, references_in, rename_from_references
+from lsp_infer.next_edit.predict import predict, renamed_in_code
+from lsp_infer.next_edit.references import References, references_in
 from lsp_infer.next_edit.sweep import sweep_prediction, sweep_question
 from lsp_infer.next_edit.syntax import Syntax, is_name, syntax_of
 from lsp_infer.next_edit.zeta import zeta_prediction, zeta_question
@@ -173,13 +174,7 @@ class NextEdits:
         syntax = syntax_of(snapshot.uri, snapshot.language_id)
         if history is not None:
             references = self._references.get(snapshot.uri)
-
-            def carried(latest: Edit) -> Prediction | None:
-                assert references is not None
-                return rename_from_references(snapshot.text, latest, references, syntax)
-
-            prediction = predict(snapshot.text, history.edits, syntax,
-                                 carried if references is not None else None)  # fmt: skip
+            prediction = predict(snapshot.text, history.edits, syntax, references)
         self._latencies.append((time.perf_counter() - started) * 1000)
         latest = history.latest if history is not None else None
         # A name in code changed to another is the rename rule's: where it refused (another

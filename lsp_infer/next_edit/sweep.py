@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from lsp_infer.next_edit.edits import Prediction
 from lsp_infer.next_edit.history import Edit
-from lsp_infer.next_edit.predict import Prediction
 from lsp_infer.next_edit.region import RegionQuestion, line_starts_of, region_prediction
 from lsp_infer.next_edit.syntax import Syntax
 from lsp_infer.next_edit.zeta import edit_hunk

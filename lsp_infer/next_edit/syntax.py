@@ -42,8 +42,11 @@ def is_name_char(char: str, syntax: Syntax | None) -> bool:
 
 
 def is_name(word: str, syntax: Syntax | None) -> bool:
-    """Whether ``word`` can name a variable (not a keyword) in ``syntax``."""
-    if syntax is None or syntax == "python":
+    """Whether ``word`` can name a variable (not a keyword) in ``syntax``; without a parser
+    here (None), any identifier (C's `in` and `def` are names, Python's keywords or not)."""
+    if syntax is None:
+        return word.isidentifier()
+    if syntax == "python":
         return word.isidentifier() and not keyword.iskeyword(word)
     return word.replace("$", "_").isidentifier() and word not in js_scopes.RESERVED
 

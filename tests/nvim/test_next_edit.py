@@ -10,6 +10,7 @@ cores with it: every wait is tens of seconds, on a condition."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from typing import Any
 import pytest
 
 from .conftest import Editor, nvim_of_version
+from .test_references import SHAPES, SHAPES_LINES, start_jedi
+from .test_references import jedi as jedi  # the fixture
 
 pytestmark = pytest.mark.model
 
@@ -204,6 +207,38 @@ def test_a_typescript_rename_keeps_the_shorthand_key(
         "  return width * height + box.height;",
     ]
     assert wait_counted(editor, "accepted", 1)["byKind"]["rename"]["accepted"] == 1
+    assert editor.lua_errors() == [], editor.diagnostics()
+
+
+def test_an_attribute_rename_from_the_other_language_servers_references(
+    editor_factory: EditorFactory, workspace: Path, jedi: Path
+) -> None:
+    """The whole chain: the cursor rests on `self.wdth`, the plugin tells the server
+    (lspInfer/warm), the server asks where it is used (lspInfer/references), the plugin asks
+    jedi-language-server; after `ciw` the rename is drawn at the attribute's other uses (the
+    scope rules refuse attributes) and applied with Tab, Tab."""
+    line, column = 2, SHAPES_LINES[2].index("wdth", 10)  # `self.wdth = wdth`: the attribute
+    editor = start(editor_factory, workspace, source=SHAPES, column=column)
+    start_jedi(editor, jedi, workspace)
+    editor.lua(f"vim.api.nvim_win_set_cursor(0, {{ {line + 1}, {column} }})")
+    editor.input("l")  # a cursor move the plugin sees: after warm_ms it tells the server
+    editor.wait(
+        lambda: (next_edit_stats(editor).get("references") or {}).get("answered") == 1,
+        WAIT,
+        "the server to have the references",
+    )
+    editor.input("ciwwidth<Esc>")
+    drawn = editor.wait(lambda: (m := marks(editor))["inserted"] and m, WAIT, "the next edit")
+    uses = [(n, len(text[: m.start()].encode())) for n, text in enumerate(SHAPES_LINES)
+            for m in re.finditer(r"(?<=self\.)wdth", text) if n != line]  # fmt: skip
+    assert [(m["row"], m["col"]) for m in drawn["deleted"]] == uses, drawn  # byte columns
+    editor.input("<Tab>")  # to the first edit
+    editor.input("<Tab>")  # apply the group
+    expected = SHAPES.replace("self.wdth", "self.width").splitlines()
+    editor.wait(lambda: editor.lines() == expected, 10, "the edits applied")
+    counted = wait_counted(editor, "accepted", 1)
+    assert counted["byKind"]["referenceRename"]["accepted"] == 1, counted
+    assert counted["references"]["used"] == 1, counted
     assert editor.lua_errors() == [], editor.diagnostics()
 
 

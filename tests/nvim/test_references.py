@@ -160,45 +160,11 @@ class Session:
         )
 
     def start_jedi(self, jedi: Path) -> None:
-        """jedi-language-server as a second client of the buffer (utf-32, see the top), warmed
-        up with one references request of its own (jedi's imports and first parse: seconds on
-        a busy machine), so that the plugin's time bound is not spent on them."""
-        self.editor.lua(
-            """
-            local cmd, root = ...
-            vim.lsp.start({ name = 'jedi', cmd = { cmd }, root_dir = root,
-              capabilities = { general = { positionEncodings = { 'utf-32' } } } }, { bufnr = 0 })
-            """,
-            str(jedi),
-            str(self.workspace),
-        )
-        self.editor.wait(
-            lambda: self.editor.lua(
-                "local c = vim.lsp.get_clients({ name = 'jedi', bufnr = 0 })[1] "
-                "return c ~= nil and c.initialized == true"
-            ),
-            60,
-            "jedi-language-server to start",
-        )
-        assert self.client_encoding("jedi") == "utf-32"
-        self.jedi_warm = self.jedi_references(
-            position(AREA_LINE, column_of(AREA_LINE, r"self\.(wdth)"), "utf-32")
-        )
-        assert self.jedi_warm, self.editor.diagnostics()
+        """jedi-language-server as a second client of the buffer (see start_jedi)."""
+        self.jedi_warm = start_jedi(self.editor, jedi, self.workspace)
 
     def jedi_references(self, at: dict[str, int]) -> list[dict[str, Any]]:
-        """jedi's own textDocument/references answer at `at` (utf-32)."""
-        answer = self.editor.lua(
-            """
-            local client = vim.lsp.get_clients({ name = 'jedi', bufnr = 0 })[1]
-            local response = client:request_sync('textDocument/references', {
-              textDocument = { uri = vim.uri_from_bufnr(0) }, position = ...,
-              context = { includeDeclaration = true } }, 60000, 0)
-            return response and response.result or {}
-            """,
-            at,
-        )
-        return list(answer)
+        return jedi_references(self.editor, at)
 
     def version(self) -> int:
         """The document version Neovim last sent lsp-infer (didOpen, didChange)."""
@@ -237,6 +203,54 @@ class Session:
 
     def references(self, at: dict[str, int], version: int | None = None) -> Any:
         return self.ask(at, version)["answer"]
+
+
+def start_jedi(editor: Editor, jedi: Path, workspace: Path) -> list[dict[str, Any]]:
+    """jedi-language-server as a second client of the current buffer (utf-32, see the top),
+    warmed up with one references request of its own at Box.area's `self.wdth` (jedi's imports
+    and first parse: seconds on a busy machine), so that the plugin's time bound is not spent
+    on them; that answer."""
+    editor.lua(
+        """
+        local cmd, root = ...
+        vim.lsp.start({ name = 'jedi', cmd = { cmd }, root_dir = root,
+          capabilities = { general = { positionEncodings = { 'utf-32' } } } }, { bufnr = 0 })
+        """,
+        str(jedi),
+        str(workspace),
+    )
+    editor.wait(
+        lambda: editor.lua(
+            "local c = vim.lsp.get_clients({ name = 'jedi', bufnr = 0 })[1] "
+            "return c ~= nil and c.initialized == true"
+        ),
+        60,
+        "jedi-language-server to start",
+    )
+    encoding = editor.lua(
+        "return vim.lsp.get_clients({ name = 'jedi', bufnr = 0 })[1].offset_encoding"
+    )
+    assert encoding == "utf-32"
+    warm = jedi_references(
+        editor, position(AREA_LINE, column_of(AREA_LINE, r"self\.(wdth)"), "utf-32")
+    )
+    assert warm, editor.diagnostics()
+    return warm
+
+
+def jedi_references(editor: Editor, at: dict[str, int]) -> list[dict[str, Any]]:
+    """jedi's own textDocument/references answer at `at` (utf-32)."""
+    answer = editor.lua(
+        """
+        local client = vim.lsp.get_clients({ name = 'jedi', bufnr = 0 })[1]
+        local response = client:request_sync('textDocument/references', {
+          textDocument = { uri = vim.uri_from_bufnr(0) }, position = ...,
+          context = { includeDeclaration = true } }, 60000, 0)
+        return response and response.result or {}
+        """,
+        at,
+    )
+    return list(answer)
 
 
 def session(

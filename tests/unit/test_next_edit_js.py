@@ -9,9 +9,10 @@ import asyncio
 import pytest
 
 from lsp_infer.documents import Snapshot, Splice
+from lsp_infer.next_edit.edits import applied
 from lsp_infer.next_edit.history import EditHistory
 from lsp_infer.next_edit.js_scopes import is_code_name, parses, same_binding
-from lsp_infer.next_edit.predict import applied, predict
+from lsp_infer.next_edit.predict import predict
 from lsp_infer.next_edit.service import NextEdits
 from lsp_infer.next_edit.syntax import Syntax
 

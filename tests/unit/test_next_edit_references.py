@@ -12,8 +12,9 @@ import pytest
 from lsp_infer.documents import Snapshot, Splice
 from lsp_infer.editor import EditorRequestFailed
 from lsp_infer.lsp.convert import references_params, references_result
-from lsp_infer.next_edit.history import Edit, EditHistory
-from lsp_infer.next_edit.predict import Prediction, applied, predict
+from lsp_infer.next_edit.edits import applied
+from lsp_infer.next_edit.history import EditHistory
+from lsp_infer.next_edit.predict import predict
 from lsp_infer.next_edit.references import References, Span, references_in, rename_from_references
 from lsp_infer.next_edit.service import NextEdits
 from lsp_infer.next_edit.syntax import Syntax
@@ -91,6 +92,25 @@ def test_a_member_rename_must_leave_no_use_of_the_old_name() -> None:
     assert renamed(text, "wdth", 0, "width", None, found[:2]) is None
 
 
+def test_a_member_of_the_old_name_left_refuses_but_a_variable_does_not() -> None:
+    # `wdth` the parameter is another name: the attribute's rename is offered beside it.
+    text = "class Box:\n    def __init__(self, wdth):\n        self.wdth = wdth\n" \
+        "    def area(self):\n        return self.wdth\n"  # fmt: skip
+    at = text.index("self.wdth") + 5
+    attribute = [(at, at + 4), (text.rindex("wdth"), text.rindex("wdth") + 4)]
+    assert renamed(text, "wdth", 1, "width", "python", attribute) == \
+        text.replace("self.wdth", "self.width")  # fmt: skip
+    # A class-level binding of the old name left (jedi missed `wdth = property(…)`): refused.
+    with_property = text + "    wdth = property(area)\n"
+    assert renamed(with_property, "wdth", 1, "width", "python", attribute) is None
+    js = "class Box {\n  constructor(wdth) { this.wdth = wdth; }\n" \
+        "  area() { return this.wdth; }\n}\n"  # fmt: skip
+    member = [(m.start(), m.end()) for m in re.finditer(r"(?<=this\.)wdth", js)]
+    assert renamed(js, "wdth", 1, "width", "javascript", member) == \
+        js.replace("this.wdth", "this.width")  # fmt: skip
+    assert renamed(js, "wdth", 1, "width", "javascript", member[:1]) is None
+
+
 def test_the_scope_rules_come_first_where_they_can_read_the_file() -> None:
     # jedi's references are flow-sensitive (a later `x = f(x)` starts another); the scope
     # rules rename the variable everywhere, as rope and every editor's rename do.
@@ -104,15 +124,30 @@ def test_the_scope_rules_come_first_where_they_can_read_the_file() -> None:
         references.splice(splice)
         now = now[: splice.start] + splice.new + now[splice.end :]
 
-    def carried(latest: Edit) -> Prediction | None:
-        return rename_from_references(now, latest, references, "python")
-
-    prediction = predict(now, history.edits, "python", carried)
+    prediction = predict(now, history.edits, "python", references)
     assert prediction is not None and not prediction.from_references
     assert applied(now, prediction.edits) == text.replace("x", "xs").replace("sorxsed", "sorted")
     # Without a parser here, the references answer.
-    prediction = predict(now, history.edits, None, carried)
+    prediction = predict(now, history.edits, None, references)
     assert prediction is not None and prediction.from_references
+
+
+def test_a_refused_rename_of_a_name_the_language_server_knows_is_not_repeated() -> None:
+    # Without a parser here, a line that read the same is the repeat rule's: but the name is
+    # one the language server named, and its rename was refused (the new name is taken), so
+    # nothing is offered, not that line's change alone.
+    c = "int f(int n) {\n  compute(n, 1);\n  compute(n, 1);\n  return m;\n}\n"
+    spans = spans_of(c, "n")
+    references = references_in(c, "n", spans)
+    assert references is not None
+    history, now = EditHistory(), c
+    at = spans[1][0]
+    for splice in [Splice(at, at + 1, ""), *keys(at, "m")]:
+        history.record(now, splice)
+        references.splice(splice)
+        now = now[: splice.start] + splice.new + now[splice.end :]
+    assert predict(now, history.edits, None) is not None  # the repeat rule, alone
+    assert predict(now, history.edits, None, references) is None
 
 
 def test_a_use_changed_meanwhile_refuses_all() -> None:
@@ -157,6 +192,12 @@ def test_a_language_without_a_parser_here() -> None:
     assert renamed(use_line, "fmt", 1, "f2", None) is None
 
 
+def test_a_c_name_that_is_a_python_keyword_is_a_name() -> None:
+    c = "void f(FILE *in) {\n  read(in);\n  close(in);\n}\n"
+    assert renamed(c, "in", 0, "source", None) == c.replace("in)", "source)").replace(
+        "*in", "*source")  # fmt: skip
+
+
 def test_javascript_shorthand_keeps_its_key_and_imports_are_refused() -> None:
     js = "function f(wdth) {\n  return {wdth, area: wdth * 2};\n}\n"
     assert renamed(js, "wdth", 0, "width", "javascript") == \
@@ -165,6 +206,17 @@ def test_javascript_shorthand_keeps_its_key_and_imports_are_refused() -> None:
     assert renamed(js, "wdth", 1, "width", "javascript") is None
     ts = "import {wdth} from './m';\nconsole.log(wdth);\n"
     assert renamed(ts, "wdth", 1, "width", "typescript") is None
+    # Typed over in the import: another name imported, or this one as another (`wdth as
+    # width`, which TypeScript's rename writes)? Nothing offered.
+    assert renamed(ts, "wdth", 0, "width", "typescript") is None
+    py = "from m import wdth\nprint(wdth)\n"
+    assert renamed(py, "wdth", 0, "width", "python") is None
+    # A JSDoc type names it too, which no reference does (TypeScript's rename follows it).
+    jsdoc = "var Buf = require('b').Buf;\n/** @param {String|Buf} x */\nfunction f(x) {\n" \
+        "  return Buf.from(x) + Buf.alloc(1);\n}\n"  # fmt: skip
+    code = [(m.start(), m.end()) for m in re.finditer(r"\bBuf\b", jsdoc)]
+    code = [span for span in code if not 20 <= span[0] <= 60]  # the variable's: 3 of 5
+    assert renamed(jsdoc, "Buf", 0, "Buffer2", "javascript", code) is None
 
 
 def test_a_span_touched_but_still_the_old_name_is_renamed_too() -> None:

@@ -13,8 +13,8 @@ import pytest
 from lsp_infer.core.backend import BackendUnavailable, Decoded
 from lsp_infer.core.cancel import CancelToken
 from lsp_infer.documents import Snapshot, Splice
+from lsp_infer.next_edit.edits import Prediction, TextEdit
 from lsp_infer.next_edit.history import Edit
-from lsp_infer.next_edit.predict import Prediction, TextEdit
 from lsp_infer.next_edit.service import ModelAsk, NextEdits
 from lsp_infer.next_edit.zeta import (
     CURSOR,
