@@ -229,17 +229,24 @@ def accepted_length(params: Any) -> int | None:
 def warm_target(params: Any) -> tuple[str, int, int] | None:
     """The uri, line and character of an ``lspInfer/warm`` notification's params; None when
     any is missing or not of its type (a line and character are whole numbers >= 0)."""
-    document, at = _field(params, "textDocument"), _field(params, "position")
+    document = _field(params, "textDocument")
     uri = _field(document, "uri") if document is not None else None
+    where = _position(_field(params, "position"))
+    if not isinstance(uri, str) or not uri or where is None:
+        return None
+    return uri, *where
+
+
+def _position(at: Any) -> tuple[int, int] | None:
+    """The line and character of a position in untyped params or an answer; None when either
+    is missing or not a whole number >= 0."""
     line = _field(at, "line") if at is not None else None
     character = _field(at, "character") if at is not None else None
-    if not isinstance(uri, str) or not uri:
-        return None
     for value in (line, character):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             return None
     assert isinstance(line, int) and isinstance(character, int)
-    return uri, line, character
+    return line, character
 
 
 def next_edit_target(params: Any) -> tuple[str, int, int, int] | None:
@@ -330,8 +337,7 @@ def references_result(result: Any, text: str, encoding: Encoding) -> list[tuple[
     starts = line_starts(text)
     spans = []
     for entry in ranges:
-        ends = [_offset(text, starts, entry.get(end) if isinstance(entry, dict) else None, encoding)
-                for end in ("start", "end")]  # fmt: skip
+        ends = [_offset(text, starts, _field(entry, end), encoding) for end in ("start", "end")]
         if ends[0] is not None and ends[1] is not None and ends[0] < ends[1]:
             spans.append((ends[0], ends[1]))
     return spans
@@ -339,12 +345,11 @@ def references_result(result: Any, text: str, encoding: Encoding) -> list[tuple[
 
 def _offset(text: str, starts: list[int], where: Any, encoding: Encoding) -> int | None:
     """The offset of a position in an answer; None if it is not one or lies outside ``text``."""
-    line = where.get("line") if isinstance(where, dict) else None
-    character = where.get("character") if isinstance(where, dict) else None
-    if not (isinstance(line, int) and isinstance(character, int)) or isinstance(line, bool):
+    position = _position(where)
+    if position is None:
         return None
     try:
-        return offset_at(text, line, character, encoding, starts=starts)
+        return offset_at(text, *position, encoding, starts=starts)
     except PositionError:
         return None
 

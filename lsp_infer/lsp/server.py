@@ -147,7 +147,7 @@ class LspInferServer(LanguageServer):
 
     def document_edited(self, uri: str, before: str, splices: list[Splice]) -> None:
         # The edit history next edits are predicted from: never an excluded file's.
-        if self.settings.next_edit.enabled and not self.session.policy().excluded(uri):
+        if self._records_edits(uri):
             self.next_edits.changed(uri, before, splices)
         else:
             self.next_edits.forget(uri)
@@ -206,12 +206,12 @@ class LspInferServer(LanguageServer):
             self.local.warm(snapshot, offset)
         # Where the name under the cursor is used, asked before the user edits it: once a
         # declaration is renamed, its old uses resolve to nothing (next_edit/references.py).
-        if (
-            self.settings.next_edit.enabled
-            and not self.session.policy().excluded(uri)
-            and self.editor.references_supported()
-        ):
+        if self._records_edits(uri) and self.editor.references_supported():
             self.next_edits.ask_references(snapshot, offset, self.editor)
+
+    def _records_edits(self, uri: str) -> bool:
+        """Next edits are on, and the file is not excluded (its edits are never recorded)."""
+        return self.settings.next_edit.enabled and not self.session.policy().excluded(uri)
 
     def _completes(self, uri: str) -> bool:
         """Completions are on, and the file is not excluded (secrets never enter a prompt)."""
@@ -476,8 +476,7 @@ async def answer_next_edit(ls: LspInferServer, params: Any) -> dict[str, Any]:
     except (DocumentNotOpen, PositionError) as exc:
         raise JsonRpcInvalidParams(str(exc)) from None
     issued = None
-    if (snapshot.version == version and ls.settings.next_edit.enabled
-            and not ls.session.policy().excluded(uri)):  # fmt: skip
+    if snapshot.version == version and ls._records_edits(uri):
         ask = next_edit_model(ls, snapshot.uri)
         issued = await ls.next_edits.predict(snapshot, ask, cursor)
         if not ls.session.is_current(uri, version):

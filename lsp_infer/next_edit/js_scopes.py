@@ -26,6 +26,7 @@ holds the globals the file reads and the common ones (``GLOBALS``) too: a rename
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -461,11 +462,12 @@ def reference_kinds(
     root = _root(source, dialect)
     if root is None:
         return None
+    # Each character's UTF-8 offset, counted once (not a prefix encoded for every span).
+    byte_at = (range(len(source) + 1) if source.isascii() else list(itertools.accumulate(
+        (len(char.encode("utf-8", "surrogatepass")) for char in source), initial=0)))  # fmt: skip
     kinds = []
     for start, end in spans:
-        byte = len(source[:start].encode("utf-8", "surrogatepass"))
-        end_byte = byte + len(source[start:end].encode("utf-8", "surrogatepass"))
-        node = root.descendant_for_byte_range(byte, end_byte)
+        node = root.descendant_for_byte_range(byte_at[start], byte_at[end])
         kind = "shorthand" if node is not None and node.type in _SHORTHANDS else "name"
         while node is not None:
             if node.type in _UNSAFE:

@@ -128,12 +128,14 @@ def rename_from_references(
              else TextEdit(s.start, s.end, rename.new)
              for s, kind in zip(planned, kinds[1:], strict=True)]  # fmt: skip
     after = applied(text, edits)
-    if syntax is not None and not parses(after, syntax):
-        return None
     members = [s for s in [Span(*renamed), *planned] if text[: s.start].rstrip().endswith(".")]
-    if members and _member_left(after, rename.old, syntax):
+    if members:
         # A member's rename must leave no member of the old name: a language server may not
-        # follow every use of an attribute (its type unknown where it is read).
+        # follow every use of an attribute (its type unknown where it is read). The check
+        # parses the result, and says so when it does not parse.
+        if _member_left(after, rename.old, syntax):
+            return None
+    elif syntax is not None and not parses(after, syntax):
         return None
     more = f"{len(edits)} more" if len(edits) > 1 else "1 more"
     label = f"rename {rename.old} → {rename.new} ({more})"
@@ -176,8 +178,8 @@ def _span_kinds(text: str, spans: list[tuple[int, int]], syntax: Syntax | None) 
 
 
 def _member_left(text: str, name: str, syntax: Syntax | None) -> bool:
-    """Whether ``name`` is still a member in ``text`` (an attribute, a class's field or method);
-    without a parser here, whether it is still there at all."""
+    """Whether ``name`` is still a member in ``text`` (an attribute, a class's field or method),
+    or ``text`` does not parse; without a parser here, whether the name is still there."""
     if syntax == "python":
         return python_scopes.member_named(text, name)
     if syntax is not None:

@@ -26,6 +26,15 @@ def spans_of(text: str, name: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in re.finditer(rf"\b{re.escape(name)}\b", text)]
 
 
+def typed(history: EditHistory, references: References, text: str, splices: list[Splice]) -> str:
+    """``text`` after ``splices``, each recorded in ``history`` and moving ``references``."""
+    for splice in splices:
+        history.record(text, splice)
+        references.splice(splice)
+        text = text[: splice.start] + splice.new + text[splice.end :]
+    return text
+
+
 def renamed(text: str, name: str, at: int, new: str, syntax: Syntax | None,
             spans: list[tuple[int, int]] | None = None) -> str | None:  # fmt: skip
     """The document after the rename's next edit: the references of ``name`` (its whole-word
@@ -35,10 +44,9 @@ def renamed(text: str, name: str, at: int, new: str, syntax: Syntax | None,
     assert references is not None
     history = EditHistory()
     start = spans_of(text, name)[at][0]
-    for splice in [*backspaces(start + len(name), len(name)), *keys(start, new)]:
-        history.record(text, splice)
-        references.splice(splice)
-        text = text[: splice.start] + splice.new + text[splice.end :]
+    text = typed(
+        history, references, text, [*backspaces(start + len(name), len(name)), *keys(start, new)]
+    )
     assert history.latest is not None
     prediction = rename_from_references(text, history.latest, references, syntax)
     return None if prediction is None else applied(text, prediction.edits)
@@ -119,10 +127,7 @@ def test_the_scope_rules_come_first_where_they_can_read_the_file() -> None:
     references = references_in(text, "x", first_only)
     assert references is not None
     history, now = EditHistory(), text
-    for splice in [*backspaces(7, 1), *keys(6, "xs")]:
-        history.record(now, splice)
-        references.splice(splice)
-        now = now[: splice.start] + splice.new + now[splice.end :]
+    now = typed(history, references, now, [*backspaces(7, 1), *keys(6, "xs")])
 
     prediction = predict(now, history.edits, "python", references)
     assert prediction is not None and not prediction.from_references
@@ -142,10 +147,7 @@ def test_a_refused_rename_of_a_name_the_language_server_knows_is_not_repeated() 
     assert references is not None
     history, now = EditHistory(), c
     at = spans[1][0]
-    for splice in [Splice(at, at + 1, ""), *keys(at, "m")]:
-        history.record(now, splice)
-        references.splice(splice)
-        now = now[: splice.start] + splice.new + now[splice.end :]
+    now = typed(history, references, now, [Splice(at, at + 1, ""), *keys(at, "m")])
     assert predict(now, history.edits, None) is not None  # the repeat rule, alone
     assert predict(now, history.edits, None, references) is None
 
@@ -156,15 +158,14 @@ def test_a_use_changed_meanwhile_refuses_all() -> None:
     text, history = ATTRIBUTE, EditHistory()
     use = spans_of(ATTRIBUTE, "wdth")[1][0]
     # The use changed to another attribute first, then the declaration renamed.
-    for splice in [Splice(use, use + 4, "hght"), *backspaces(spans_of(text, "wdth")[0][1], 4)]:
-        history.record(text, splice)
-        references.splice(splice)
-        text = text[: splice.start] + splice.new + text[splice.end :]
+    text = typed(
+        history,
+        references,
+        text,
+        [Splice(use, use + 4, "hght"), *backspaces(spans_of(text, "wdth")[0][1], 4)],
+    )
     at = spans_of(ATTRIBUTE, "wdth")[0][0]
-    for splice in keys(at, "width"):
-        history.record(text, splice)
-        references.splice(splice)
-        text = text[: splice.start] + splice.new + text[splice.end :]
+    text = typed(history, references, text, keys(at, "width"))
     assert history.latest is not None
     assert rename_from_references(text, history.latest, references, "python") is None
 
@@ -173,10 +174,7 @@ def test_another_name_renamed_is_not_this_ones() -> None:
     references = references_in(ATTRIBUTE, "w", spans_of(ATTRIBUTE, "w"))  # the parameter's
     assert references is not None
     history, text, at = EditHistory(), ATTRIBUTE, ATTRIBUTE.index("wdth")
-    for splice in [Splice(at, at + 4, ""), *keys(at, "width")]:
-        history.record(text, splice)
-        references.splice(splice)
-        text = text[: splice.start] + splice.new + text[splice.end :]
+    text = typed(history, references, text, [Splice(at, at + 4, ""), *keys(at, "width")])
     assert history.latest is not None
     assert rename_from_references(text, history.latest, references, "python") is None
 
@@ -226,10 +224,7 @@ def test_a_span_touched_but_still_the_old_name_is_renamed_too() -> None:
     history = EditHistory()
     end = spans_of(text, "wdth")[1][1]
     splices = [Splice(end, end, "()"), *backspaces(10, 4), *keys(6, "width")]
-    for splice in splices:
-        history.record(text, splice)
-        references.splice(splice)
-        text = text[: splice.start] + splice.new + text[splice.end :]
+    text = typed(history, references, text, splices)
     assert history.latest is not None
     prediction = rename_from_references(text, history.latest, references, "python")
     assert prediction is not None
