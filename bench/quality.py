@@ -4,7 +4,7 @@ The holes and their suites (local, cross, header) are bench/holes.py's: each rem
 of one line inside a function body, and the model must write it.
 
 Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS]
-[+ctx][+defs|+imports][+nearest][+shift][+q4_0]:
+[+ctx][+defs|+imports|+outline][+nearest][+shift][+q4_0][+choicesN]:
   plain      the baseline a user gets from the model without this server: the model card's
              prefix/suffix/middle prompt as one string (the window's text as it is, the
              indentation typed before the cursor included), llama-cpp-python's own
@@ -37,6 +37,13 @@ Configurations (same model, same holes, same run), ORDER[:SUFFIX_TOKENS][@CONTEX
              cursor's line is evaluated first, and the hole's own prompt reuses its cache by
              shifting the lines both share (KV shift) instead of evaluating them again
   spmv+q4_0  the embedded model requantized to Q4_0 (the setting model.requantize)
+  spmv+choices5  also an invoked request's other choices (completion.choices: each from
+             another of the 5 most likely first tokens), unhurried, in each hole's record;
+             prints how many holes some choice gets right, and what picking the most probable
+             first line among them would score (a rerank) beside the greedy suggestion
+  spmv+outline  an experiment, not the server's: the file's own outline outside the window
+             (its top-level definitions' first lines, the enclosing class's method lines), as
+             an extra file of up to --extra-tokens
 
 --model FILE runs every configuration on another GGUF file instead of the embedded model.
 
@@ -80,8 +87,9 @@ from lsp_infer.core.backend import CompletionJob, JobOptions
 from lsp_infer.core.cancel import CancelToken
 from lsp_infer.core.confidence import line_confidences
 from lsp_infer.core.engine import CompletionEngine
+from lsp_infer.local import decoder
 from lsp_infer.local.definitions import EditorDefinitions, excerpt
-from lsp_infer.local.extra_context import Chunk, OpenDocument, select
+from lsp_infer.local.extra_context import Chunk, OpenDocument, select, trimmed
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
 from lsp_infer.local.prompt_builder import BuiltPrompt, PromptBuilder
@@ -226,14 +234,21 @@ def run_config(
         timeout_ms=20000,
         suffix_tokens=int(suffix) if suffix else CompletionSettings().suffix_tokens,
     )
-    extra_tokens = extra_budget if {"ctx", "imports", "defs", "defs3", "oracle"} & set(flags) else 0
+    extra_tokens = (
+        extra_budget if {"ctx", "imports", "defs", "defs3", "oracle", "outline"} & set(flags) else 0
+    )
     results: dict[str, dict[str, Any]] = {}
     asking = {"defs", "defs3"} & set(flags)
+    choices = next((int(f[7:]) for f in flags if f.startswith("choices")), 1)
+    if choices > 1:  # every branch, not the server's 1.5 s of them: what they can hold
+        decoder._CHOICES_SECONDS = 60.0
     definitions = HoleDefinitions(3 if "defs3" in flags else 1) if asking else None
 
     async def one(hole: Hole) -> tuple[Any, float, tuple[tuple[str, str], ...]]:
         if "imports" in flags:
             extra = imports_of(hole, extra_tokens)
+        elif "outline" in flags:
+            extra = own_outline(hole, extra_tokens, settings.context_tokens)
         elif "oracle" in flags:
             extra = extra_for(hole, extra_tokens, answer_definitions(hole), open_files=False)
         else:
@@ -242,7 +257,9 @@ def run_config(
             if definitions:
                 paths = {c.path for c in found}
                 definitions.used.append(sum(1 for path, _text in extra if path in paths))
-        options = JobOptions(extra=extra, extra_tokens=extra_tokens, path=hole.module)
+        options = JobOptions(
+            extra=extra, extra_tokens=extra_tokens, path=hole.module, choices=choices
+        )
         # A fresh context per hole: no KV reuse between holes, same for every config.
         await lane.run(backend.cache.clear)
         if "shift" in flags:  # the window moved since the cache was filled
@@ -267,6 +284,10 @@ def run_config(
                     "raw": generation.text, "probs": generation.probs,
                     "extra": [list(pair) for pair in extra],
                     **first_line_measures(generation.text, generation.probs),
+                    "alternatives": [
+                        {"raw": d.text, "probs": d.probs, "stop": d.stop_reason}
+                        for d in generation.alternatives
+                    ],
                 })  # fmt: skip
             results[name] = {
                 "exact_match": 100 * statistics.mean(r["hit"] for r in records),
@@ -285,6 +306,8 @@ def run_config(
     asyncio.run(go_and_stop())
     if definitions:
         definitions.report(config)
+    if choices > 1:
+        report_choices(config, results)
     cache = backend.cache
     if "shift" in flags:
         print(f"  ({config}: {cache.stats.shifts} shifts, {cache.stats.tokens_shifted} tokens "
@@ -292,6 +315,27 @@ def run_config(
     lane.run_blocking(backend._close)
     lane.shutdown()
     return results
+
+
+def report_choices(config: str, results: dict[str, dict[str, Any]]) -> None:
+    """For +choicesN: per suite, the holes the suggestion gets right, those some choice gets
+    right, and those the choice with the most probable first line gets right."""
+    for name, result in results.items():
+        greedy = some = ranked = 0
+        for record in result["records"]:
+            branches = [{"raw": record["raw"], "probs": record["probs"]},
+                        *record["alternatives"]]  # fmt: skip
+            scored = [
+                (first_line_measures(b["raw"], tuple(map(tuple, b["probs"])))["product"],
+                 score(b["raw"], record["expected"])[0])
+                for b in branches
+            ]  # fmt: skip
+            greedy += record["hit"]
+            some += any(hit for _p, hit in scored)
+            ranked += max(scored, key=lambda pair: pair[0])[1]
+        print(f"  ({config} {name}: the suggestion right in {greedy} of "
+              f"{len(result['records'])}, some choice in {some}, the most probable first "
+              f"line in {ranked})")  # fmt: skip
 
 
 def run_plain(
@@ -395,6 +439,33 @@ def extra_for(
     return tuple((c.path, c.text) for c in chunks)
 
 
+_OWN_OUTLINE = re.compile(r"^(?:(?:async )?(?:def|class) |[A-Za-z_]\w*\s*(?::[^=\n]*)?=(?!=))")
+_METHOD = re.compile(r"^    (?:async )?def ")
+
+
+def own_outline(hole: Hole, extra_tokens: int, window_tokens: int) -> tuple[tuple[str, str], ...]:
+    """An experiment (+outline): the file's own outline outside the window — its top-level
+    definitions' first lines and the enclosing class's method lines — as an extra file."""
+    reach = window_tokens * TYPICAL_CHARS_PER_TOKEN
+    lines, offset, chosen = hole.text.split("\n"), 0, []
+    cursor_line = hole.text.count("\n", 0, hole.offset)
+    enclosing = max((i for i in range(cursor_line) if lines[i].startswith("class ")), default=-1)
+    nearest = 0
+    for number, line in enumerate(lines):
+        inside = hole.offset - reach <= offset <= hole.offset + reach // 4
+        method = enclosing >= 0 and number > enclosing and _METHOD.match(line)
+        if not inside and (_OWN_OUTLINE.match(line) or method) and len(line) < 200:
+            if number < cursor_line:
+                nearest = len(chosen)
+            chosen.append(line)
+        offset += len(line) + 1
+    if not chosen:
+        return ()
+    chunk = trimmed(Chunk("", hole.module, 0, "\n".join(chosen), nearest),
+                    extra_tokens * TYPICAL_CHARS_PER_TOKEN)  # fmt: skip
+    return ((hole.module, chunk.text),) if chunk else ()
+
+
 def answer_definitions(hole: Hole) -> list[Chunk]:
     """The definitions, in the package's other modules, of the names the missing line uses
     (``X`` of ``module.X``, and bare names), each cut as the server cuts a definition."""
@@ -446,8 +517,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--configs", default="psm,spmv",
-        help="ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx][+defs|+imports][+nearest][+shift]"
-    "[+q4_0],...",
+        help="ORDER[:SUFFIX_TOKENS][@CONTEXT_TOKENS][+ctx][+defs|+imports|+outline][+nearest]"
+    "[+shift][+q4_0][+choicesN],...",
     )  # fmt: skip
     parser.add_argument("--context-tokens", type=int, default=512)
     parser.add_argument("--extra-tokens", type=int, default=ExtraContextSettings().extra_tokens)
