@@ -89,7 +89,7 @@ from lsp_infer.core.confidence import line_confidences
 from lsp_infer.core.engine import CompletionEngine
 from lsp_infer.local import decoder
 from lsp_infer.local.definitions import EditorDefinitions, excerpt
-from lsp_infer.local.extra_context import Chunk, OpenDocument, select, trimmed
+from lsp_infer.local.extra_context import _OUTLINE, Chunk, OpenDocument, select, trimmed
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
 from lsp_infer.local.prompt_builder import BuiltPrompt, PromptBuilder
@@ -439,13 +439,13 @@ def extra_for(
     return tuple((c.path, c.text) for c in chunks)
 
 
-_OWN_OUTLINE = re.compile(r"^(?:(?:async )?(?:def|class) |[A-Za-z_]\w*\s*(?::[^=\n]*)?=(?!=))")
 _METHOD = re.compile(r"^    (?:async )?def ")
 
 
 def own_outline(hole: Hole, extra_tokens: int, window_tokens: int) -> tuple[tuple[str, str], ...]:
     """An experiment (+outline): the file's own outline outside the window — its top-level
-    definitions' first lines and the enclosing class's method lines — as an extra file."""
+    definitions' first lines, as the server outlines another module (extra_context's
+    _OUTLINE), and the enclosing class's method lines — as an extra file."""
     reach = window_tokens * TYPICAL_CHARS_PER_TOKEN
     lines, offset, chosen = hole.text.split("\n"), 0, []
     cursor_line = hole.text.count("\n", 0, hole.offset)
@@ -454,7 +454,7 @@ def own_outline(hole: Hole, extra_tokens: int, window_tokens: int) -> tuple[tupl
     for number, line in enumerate(lines):
         inside = hole.offset - reach <= offset <= hole.offset + reach // 4
         method = enclosing >= 0 and number > enclosing and _METHOD.match(line)
-        if not inside and (_OWN_OUTLINE.match(line) or method) and len(line) < 200:
+        if not inside and (_OUTLINE.match(line) or method) and len(line) < 200:
             if number < cursor_line:
                 nearest = len(chosen)
             chosen.append(line)
