@@ -26,6 +26,7 @@ and the latency of the scored request (p50 / p95).
 
     python bench/paths.py --suite header,local --holes 30
     python bench/paths.py --configs 'strict={"completion":{"minConfidence":0.3}}'
+    python bench/paths.py --suite header --holes 20 --seed 3 --paths invoked,opened --json p.json
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class Scored:
     # After the rest (opened, typed): what is on screen once the server is idle, and the
     # time from the scored request until it was shown (None: no rest on this path).
     rested: Scored | None = None
+    again: bool = False  # the server said a suggestion was ready here, and it was asked again
 
 
 class Editor:
@@ -140,7 +142,7 @@ class Editor:
         if ready is None or ready.position.line != position(text, offset).line:
             return Scored(first.suggestion, first.seconds)
         again = await self.suggestion(uri, text, offset)
-        return Scored(again.suggestion, time.perf_counter() - started)
+        return Scored(again.suggestion, time.perf_counter() - started, again=True)
 
     async def idle(self, seconds: float = 120) -> None:
         """Wait until the model has not evaluated a prompt token for 0.6 s."""
@@ -269,6 +271,21 @@ def summary(scored: list[tuple[Hole, Scored]]) -> dict[str, float]:
     }
 
 
+def record(config: str, path: str, suite: str, index: int, hole: Hole, s: Scored) -> dict[str, Any]:
+    """One hole's outcome on one path, for reading hole by hole (--json)."""
+    result: dict[str, Any] = {
+        "config": config, "path": path, "suite": suite, "index": index, "module": hole.module,
+        "expected": hole.expected, "suggestion": s.suggestion,
+        "right": score(s.suggestion, hole.expected)[0], "seconds": round(s.seconds, 3),
+    }  # fmt: skip
+    if s.rested is not None:
+        result["rested"] = s.rested.suggestion
+        result["rested_right"] = score(s.rested.suggestion, hole.expected)[0]
+        result["rested_seconds"] = round(s.rested.seconds, 3)
+        result["asked_again"] = s.rested.again
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -281,6 +298,7 @@ def main() -> None:
         "--configs", default=f"default={{}};whole={json.dumps(WHOLE)}",
         help="NAME=JSON settings, separated by ';'",
     )  # fmt: skip
+    parser.add_argument("--json", help="write every hole's record to this file")
     args = parser.parse_args()
     chosen = suites(args.suite, args.holes, args.seed)
     paths = args.paths.split(",")
@@ -288,11 +306,14 @@ def main() -> None:
           f"paths {', '.join(paths)}; Python {sys.version.split()[0]}")  # fmt: skip
     header = f"{'config':10} {'path':11} {'suite':7} {'exact %':>8} {'edit sim %':>10} "
     print(header + f"{'shown %':>8} {'right of shown %':>17} {'p50 s':>6} {'p95 s':>6}")
+    records: list[dict[str, Any]] = []
     for spec in args.configs.split(";"):
         name, _, options = spec.partition("=")
         results = asyncio.run(run_config(json.loads(options or "{}"), paths, chosen))
         for path, by_suite in results.items():
             for suite, scored in by_suite.items():
+                records += [record(name, path, suite, index, h, s)
+                            for index, (h, s) in enumerate(scored)]  # fmt: skip
                 rested = [(h, s.rested) for h, s in scored if s.rested is not None]
                 rows = [(path, scored)] + ([(f"{path}+rest", rested)] if rested else [])
                 for label, row in rows:
@@ -301,6 +322,8 @@ def main() -> None:
                           f"{s['similarity']:10.1f} {s['shown']:8.1f} "
                           f"{s['right_of_shown']:17.1f} {s['p50']:6.2f} {s['p95']:6.2f}",
                           flush=True)  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps(records, indent=1))
 
 
 if __name__ == "__main__":

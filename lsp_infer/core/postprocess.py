@@ -72,6 +72,28 @@ def _opens_block(line_text: str) -> bool:
     return code.endswith(_BLOCK_OPENERS)
 
 
+def starts_at_typed_space(before: str) -> bool:
+    """Whether a suggestion must start exactly where the whitespace typed at the cursor ends
+    (``before``: the text before the cursor): its first line at the indentation the user's
+    line has, not a deeper one, after "return " one space, not two. Models continue the block
+    above a line the user dedented ("else:" body, then the line after the if/else), and write
+    the line there: mis-indented in the editor. The exception: an indentation no deeper than
+    the line above with code where that line opens a block, which an editor that does not
+    indent left to the model."""
+    line_start = before.rfind("\n") + 1
+    if before[line_start:].strip():  # typed after code on the line ("return ")
+        return True
+    end = line_start - 1
+    while end > 0:
+        start = before.rfind("\n", 0, end) + 1
+        above = before[start:end]
+        if above.strip():
+            deeper = indent_width(before[line_start:]) > indent_width(above)
+            return deeper or not _opens_block(above)
+        end = start - 1
+    return True
+
+
 def _next_code_line(following: str) -> str | None:
     for candidate in following.split("\n"):
         if candidate.strip():

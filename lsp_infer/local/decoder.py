@@ -48,11 +48,25 @@ def align_to_typed_space(raw: str, typed: str) -> str:
 @dataclasses.dataclass(frozen=True)
 class Start:
     """Where decoding starts: the backed-up token's text (token healing), the whitespace typed
-    at the cursor, and a branch's first token with its probability (None: the most likely)."""
+    at the cursor (with ``exact_space``, the output must start with it and then code:
+    core/postprocess.starts_at_typed_space), and a branch's first token with its probability
+    (None: the most likely)."""
 
     healed: bytes
     typed_space: str
     first: tuple[int, float] | None = None
+    exact_space: bool = False
+
+    def owed_space(self) -> bytes | None:
+        """The typed whitespace the output must still write before its code (None: no such
+        constraint)."""
+        return self.typed_space.encode() if self.exact_space else None
+
+
+def still_owed(owed: bytes, piece: bytes) -> bytes | None:
+    """What is left to write of the typed whitespace ``owed`` after ``piece`` (None: the
+    code has begun; spacing_candidates allows only pieces that keep to it)."""
+    return owed[len(piece) :] if owed.startswith(piece) else None
 
 
 class Decoder:
@@ -78,7 +92,7 @@ class Decoder:
         progress."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         raw = text = ""
-        healed, probs = start.healed, list[tuple[int, float]]()
+        healed, owed, probs = start.healed, start.owed_space(), list[tuple[int, float]]()
         # The deadline cuts at whole lines, so it waits for the first one, but only up to half
         # as long again: a long first line (a regex, a long call) is cut there, so that it
         # cannot hold the pause for seconds (multifile benchmark: 44-token lines decoded for
@@ -91,10 +105,14 @@ class Decoder:
                 return text, generated, "deadline", tuple(probs)
             if now > last_resort:  # half a line beats nothing after all that work
                 return text, generated, "line_cut", tuple(probs)
-            token, chance = start.first if generated == 0 and start.first else self._next(healed)
+            token, chance = (
+                start.first if generated == 0 and start.first else self._next(healed, owed)
+            )
             if self._vocabulary.ends_output(token):
                 return text, generated, "end", tuple(probs)
             piece = self._vocabulary.piece(token)
+            if owed is not None:
+                owed = still_owed(owed, piece)
             if healed:  # the part the user already typed is not part of the suggestion
                 consumed = min(len(healed), len(piece))
                 piece, healed = piece[consumed:], healed[consumed:]
@@ -110,12 +128,35 @@ class Decoder:
             self._cache.evaluate([token], cancel)
         return text, job.max_tokens, "max_tokens", tuple(probs)
 
-    def _next(self, healed: bytes) -> tuple[int, float]:
-        """The most likely next token (inside a backed-up token: one that matches it), and
-        its probability (among the matching ones, inside a backed-up token)."""
+    def write_typed_space(self, start: Start, cancel: CancelToken) -> Start:
+        """Where an exact typed space is owed (``start.owed_space()``), evaluate its tokens
+        as the tokenizer splits it before code (12 spaces: 11, then " if" carries the last
+        one), so that decoding, and an invoked request's branches, start at the code's first
+        token; the Start for what is still owed. The layout is the user's: the model is not
+        asked about it (left to choose, it picks a split that no training text had, and
+        then writes digits, which follow a whole run of spaces)."""
+        owed = start.owed_space()
+        if not owed:
+            return start
+        tokens, left = self._vocabulary.spacing_tokens(start.typed_space)
+        if not tokens:
+            return start
+        self._cache.evaluate(tokens, cancel)
+        return dataclasses.replace(start, typed_space=left.decode())
+
+    def _next(self, healed: bytes, owed: bytes | None = None) -> tuple[int, float]:
+        """The most likely next token (inside a backed-up token: one that matches it; while
+        typed whitespace is ``owed``: one that keeps to it, unless the model ends the output),
+        and its probability (among those that match or keep to it)."""
         logits = self.logits()
+        candidates: TokenIds | None = None
         if healed:
             candidates = self._vocabulary.healing_candidates(healed)
+        elif owed is not None:
+            best = int(np.argmax(logits))
+            if not self._vocabulary.ends_output(best):
+                candidates = self._vocabulary.spacing_candidates(owed)
+        if candidates is not None and len(candidates):
             token = int(candidates[np.argmax(logits[candidates])])
             return token, probability(logits, token, candidates)
         token = int(np.argmax(logits))
@@ -130,8 +171,10 @@ class Decoder:
         _CHOICES_SECONDS in all."""
         found: list[Decoded] = []
         deadline = time.monotonic() + min(job.decode_seconds, _CHOICES_SECONDS)
-        healed, stops = start.healed, self._vocabulary.stop_ids
+        healed, owed, stops = start.healed, start.owed_space(), self._vocabulary.stop_ids
         ids = self._vocabulary.healing_candidates(healed) if healed else None
+        if ids is None and owed is not None:
+            ids = self._vocabulary.spacing_candidates(owed)
         ranked = np.arange(len(logits)) if ids is None else ids
         best = ranked[np.argsort(-logits[ranked], kind="stable")[: job.choices + 2 + len(stops)]]
         firsts = [int(t) for t in best if int(t) not in stops][: job.choices + 2]

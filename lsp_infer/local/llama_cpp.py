@@ -310,16 +310,18 @@ class LlamaCppBackend:
         progress.prompt_tokens_evaluated = len(tokens) - reused
         progress.prompt_done_at = prompt_done = time.monotonic()
         self._measure_speed(len(tokens) - reused, prompt_done - started)
+        start = Start(built.healed, built.typed_space, exact_space=built.exact_space)
+        start = decoder.write_typed_space(start, cancel)
+        branch_at = self.cache.length  # the prompt and the typed space written
         first_logits = decoder.logits().copy() if job.choices > 1 else None
         job = dataclasses.replace(
-            job, max_tokens=min(job.max_tokens, self.loaded.n_ctx - len(tokens) - 1)
+            job, max_tokens=min(job.max_tokens, self.loaded.n_ctx - branch_at - 1)
         )
-        start = Start(built.healed, built.typed_space)
         text, generated, reason, probs = decoder.decode(
             job, cancel, prompt_done + job.decode_seconds, start
         )
         alternatives = () if first_logits is None else decoder.alternatives(
-            job, len(tokens), first_logits, start, cancel
+            job, branch_at, first_logits, start, cancel
         )  # fmt: skip
         return Generation(
             text=text, stop_reason=reason, prompt_tokens=len(tokens),

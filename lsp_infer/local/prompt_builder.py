@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsp_infer.core.backend import CompletionJob
+from lsp_infer.core.postprocess import starts_at_typed_space
 from lsp_infer.core.prompts import FimTemplate, Order, with_repository
 from lsp_infer.core.window import Window, fit_window, smaller_budgets, smaller_suffix_tokens
 from lsp_infer.local.vocabulary import Vocabulary
@@ -41,6 +42,8 @@ class BuiltPrompt:
     stable: int  # tokens that stay valid while the user types at the cursor
     budget: int  # the window's token budget
     reduced: bool = False  # a smaller window than asked for (a cold start)
+    # The output must start with ``typed_space`` exactly, then code (starts_at_typed_space).
+    exact_space: bool = False
 
 
 def fit_any_window(
@@ -104,7 +107,8 @@ class PromptBuilder:
             prompt, self.template.add_bos, heal=not typed_space,
             tail_chars=len(prefix) - stable_chars,
         )  # fmt: skip
-        return BuiltPrompt(tokens, healed, typed_space, stable, budget)
+        exact_space = bool(typed_space) and starts_at_typed_space(window.prefix)
+        return BuiltPrompt(tokens, healed, typed_space, stable, budget, exact_space=exact_space)
 
     def within(
         self,

@@ -10,6 +10,7 @@ up, the first generated tokens are constrained to start with that text instead
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,19 @@ from lsp_infer.local.kv import common_prefix
 from lsp_infer.models import ModelError
 
 TokenIds = np.ndarray[Any, np.dtype[np.int64]]
+# What may not follow the typed whitespace at the start of a suggestion (keeps_to_space).
+_SPACE = (b" ", b"\t", b"\n", b"\r")
+
+
+def keeps_to_space(piece: bytes, owed: bytes) -> bool:
+    """Whether a token's text keeps to the whitespace typed at the cursor, ``owed`` being
+    what is still to write of it: a start of it, or all of it and then code (not more
+    whitespace, not a line end)."""
+    if not piece:
+        return False
+    return owed.startswith(piece) or (
+        piece.startswith(owed) and piece[len(owed) :][:1] not in _SPACE
+    )
 
 
 class Vocabulary:
@@ -30,6 +44,8 @@ class Vocabulary:
         self._special_ids: dict[str, int] = {}
         self._pieces: list[bytes] | None = None  # each token's text, for token healing
         self._candidates: dict[bytes, TokenIds] = {}
+        self._spacing: dict[bytes, TokenIds] = {}
+        self._space_tokens: dict[str, tuple[list[int], bytes]] = {}
         self.stop_ids: frozenset[int] = frozenset()  # the template's, once one is chosen
 
     @property
@@ -100,17 +116,61 @@ class Vocabulary:
         return tokens, healed, min(stable, len(tokens))
 
     def piece(self, token: int) -> bytes:
-        """The token's text, as bytes (a token may end inside a UTF-8 character)."""
-        return bytes(self._llm.detokenize([token]))
+        """The token's text, as bytes (a token may end inside a UTF-8 character).
+
+        Not llama-cpp-python's ``detokenize``: its 32-byte buffer turns a longer piece into
+        b"" (abetlen/llama-cpp-python#2362): 240 of Qwen2.5's tokens, runs of 33 to 80 spaces
+        (deep or aligned indentation) and lines of dashes or stars, were dropped from
+        suggestions."""
+        import llama_cpp
+
+        size = 64
+        while True:
+            buffer = ctypes.create_string_buffer(size)
+            length = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, size, 0, False)
+            if length >= 0:
+                return buffer.raw[:length]
+            size = -length  # too small: llama.cpp says how large it must be
+
+    def _all_pieces(self) -> list[bytes]:
+        if self._pieces is None:
+            self._pieces = [self.piece(i) for i in range(self.size)]
+        return self._pieces
+
+    def spacing_candidates(self, owed: bytes) -> TokenIds:
+        """Token ids that keep to the whitespace typed at the cursor, ``owed`` being what is
+        still to write of it: a start of it, or all of it and then code (not more whitespace,
+        not a line end)."""
+        if owed not in self._spacing:
+            ids = [i for i, piece in enumerate(self._all_pieces()) if keeps_to_space(piece, owed)]
+            if len(self._spacing) > 256:
+                self._spacing.clear()
+            self._spacing[owed] = np.array(ids, dtype=np.int64)
+        return self._spacing[owed]
+
+    def spacing_tokens(self, typed: str) -> tuple[list[int], bytes]:
+        """The tokens of the whitespace ``typed`` as the tokenizer splits it when code follows
+        (Qwen2.5: a run of spaces, then the last space with the word), and what is left of it
+        for the code's first token."""
+        if typed not in self._space_tokens:
+            tokens, left = [], typed.encode()
+            for token in self.tokenize_text(typed + "x"):
+                piece = self.piece(token)
+                if not piece or not left.startswith(piece):
+                    break
+                tokens.append(token)
+                left = left[len(piece) :]
+            if len(self._space_tokens) > 256:
+                self._space_tokens.clear()
+            self._space_tokens[typed] = (tokens, left)
+        return self._space_tokens[typed]
 
     def healing_candidates(self, healed: bytes) -> TokenIds:
         """Token ids whose text starts with ``healed`` or is a start of it."""
         if healed not in self._candidates:
-            if self._pieces is None:
-                self._pieces = [self.piece(i) for i in range(self.size)]
             ids = [
                 i
-                for i, piece in enumerate(self._pieces)
+                for i, piece in enumerate(self._all_pieces())
                 if piece and (piece.startswith(healed) or healed.startswith(piece))
             ]
             if len(self._candidates) > 256:

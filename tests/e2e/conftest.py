@@ -18,6 +18,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from lsp_infer.config import ModelSettings
 from lsp_infer.local.lane import ModelLane
 from lsp_infer.local.llama_cpp import LlamaCppBackend
 from tests.helpers import plain, raw_request  # noqa: F401  (re-exported for the tests)
@@ -43,6 +44,16 @@ def lsp_infer(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 def backend() -> Iterator[LlamaCppBackend]:
     """The model backend in this process, on its own lane, not loaded yet."""
     backend = LlamaCppBackend(ModelLane())
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="module")
+def loaded_backend() -> Iterator[LlamaCppBackend]:
+    """The default model loaded in this process, on its own lane, shared by a module's tests."""
+    backend = LlamaCppBackend(ModelLane())
+    backend.lane.run_blocking(backend.load_blocking, ModelSettings())
+    assert backend.state == "ready", backend.error
     yield backend
     backend.close()
 

@@ -35,12 +35,8 @@ OTHER = "".join(
 
 
 @pytest.fixture(scope="module")
-def backend() -> Iterator[LlamaCppBackend]:
-    backend = LlamaCppBackend(ModelLane())
-    backend.lane.run_blocking(backend.load_blocking, ModelSettings())
-    assert backend.state == "ready", backend.error
-    yield backend
-    backend.close()
+def backend(loaded_backend: LlamaCppBackend) -> LlamaCppBackend:
+    return loaded_backend
 
 
 def job(extra: tuple[tuple[str, str], ...] = (), keep_cache: bool = False) -> CompletionJob:

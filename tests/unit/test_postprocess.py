@@ -6,9 +6,10 @@ import pytest
 
 from lsp_infer.core.backend import Generation
 from lsp_infer.core.engine import finish
-from lsp_infer.core.postprocess import complete_lines, postprocess
+from lsp_infer.core.postprocess import complete_lines, postprocess, starts_at_typed_space
 from lsp_infer.core.window import cursor_line
-from lsp_infer.local.decoder import align_to_typed_space
+from lsp_infer.local.decoder import align_to_typed_space, still_owed
+from lsp_infer.local.vocabulary import keeps_to_space
 
 CURSOR = "█"
 
@@ -137,3 +138,49 @@ def test_align_to_typed_space(raw: str, typed: str, expected: str) -> None:
 def test_complete_lines_keeps_whole_lines(raw: str, kept: str) -> None:
     # The decoding deadline waits until this has code in it (the first line is finished).
     assert complete_lines(raw) == kept
+
+
+@pytest.mark.parametrize(
+    ("before", "exact"),
+    [
+        ("def f():\n    x = 1\n    return ", True),  # after code: one space, not two
+        ("if a:\n        b = 1\n    ", True),  # a dedent: not the block above
+        ("for x in y:\n    if x:\n        f(x)\n    ", True),
+        ("def f():\n    ", True),  # the editor indented the body: no deeper
+        ("    def f():\n    ", False),  # not indented after a block opener: the model's call
+        ("    if x:\n\n    ", False),  # blank lines in between: the same
+        ("    call(\n    ", False),
+        ("    if x:\n        ", True),  # deeper than the opener: the editor indented
+        ("    ", True),  # the first line of the file
+    ],
+)
+def test_starts_at_typed_space(before: str, exact: bool) -> None:
+    assert starts_at_typed_space(before) is exact
+
+
+@pytest.mark.parametrize(
+    ("piece", "owed", "keeps"),
+    [
+        (b"   ", b"    ", True),  # a start of the indentation
+        (b"    ", b"    ", True),  # all of it (code must come next)
+        (b"     ", b"    ", False),  # deeper
+        (b" if", b" ", True),  # the last space with the word, as the tokenizer splits it
+        (b" if", b"  ", False),  # code before the indentation is done
+        (b"if", b"", True),
+        (b" if", b"", False),  # one space too many
+        (b"\n", b"", False),  # a line end instead of code
+        (b"\n", b"    ", False),
+        (b"\t", b"    ", False),  # a tab where the user typed spaces
+        (b"", b"    ", False),  # a control token's empty text
+    ],
+)
+def test_keeps_to_space(piece: bytes, owed: bytes, keeps: bool) -> None:
+    assert keeps_to_space(piece, owed) is keeps
+
+
+@pytest.mark.parametrize(
+    ("owed", "piece", "left"),
+    [(b"    ", b"   ", b" "), (b" ", b" ", b""), (b" ", b" if", None), (b"", b"x", None)],
+)
+def test_still_owed(owed: bytes, piece: bytes, left: bytes | None) -> None:
+    assert still_owed(owed, piece) == left
