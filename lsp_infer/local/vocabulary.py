@@ -14,6 +14,7 @@ import ctypes
 from typing import Any
 
 import numpy as np
+from cachetools import LRUCache
 
 from lsp_infer.core.prompts import FimTemplate, PrefixText, Prompt, Special
 from lsp_infer.local.kv import common_prefix
@@ -43,9 +44,10 @@ class Vocabulary:
         self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
         self._special_ids: dict[str, int] = {}
         self._pieces: list[bytes] | None = None  # each token's text, for token healing
-        self._candidates: dict[bytes, TokenIds] = {}
-        self._spacing: dict[bytes, TokenIds] = {}
-        self._space_tokens: dict[str, tuple[list[int], bytes]] = {}
+        # Candidates by the text they keep to; a few hundred distinct texts in a session.
+        self._candidates: LRUCache[bytes, TokenIds] = LRUCache(256)
+        self._spacing: LRUCache[bytes, TokenIds] = LRUCache(256)
+        self._space_tokens: LRUCache[str, tuple[list[int], bytes]] = LRUCache(256)
         self.stop_ids: frozenset[int] = frozenset()  # the template's, once one is chosen
 
     @property
@@ -143,8 +145,6 @@ class Vocabulary:
         not a line end)."""
         if owed not in self._spacing:
             ids = [i for i, piece in enumerate(self._all_pieces()) if keeps_to_space(piece, owed)]
-            if len(self._spacing) > 256:
-                self._spacing.clear()
             self._spacing[owed] = np.array(ids, dtype=np.int64)
         return self._spacing[owed]
 
@@ -160,8 +160,6 @@ class Vocabulary:
                     break
                 tokens.append(token)
                 left = left[len(piece) :]
-            if len(self._space_tokens) > 256:
-                self._space_tokens.clear()
             self._space_tokens[typed] = (tokens, left)
         return self._space_tokens[typed]
 
@@ -173,7 +171,5 @@ class Vocabulary:
                 for i, piece in enumerate(self._all_pieces())
                 if piece and (piece.startswith(healed) or healed.startswith(piece))
             ]
-            if len(self._candidates) > 256:
-                self._candidates.clear()
             self._candidates[healed] = np.array(ids, dtype=np.int64)
         return self._candidates[healed]
