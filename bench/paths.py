@@ -54,6 +54,8 @@ set_thread_waiting()  # the server's own waiting, set before anything loads llam
 PATHS = ("invoked", "opened", "typed", "warmed")
 WHOLE = {"completion": {"coldStartMs": 0}}
 KEY_SECONDS = 0.06
+# Polls of 0.3 s with the lane empty that end a rest: longer than context.idleMs (1 s).
+QUIET_POLLS = 7
 
 
 def position(text: str, offset: int) -> types.Position:
@@ -131,18 +133,25 @@ class Editor:
         return await self.client.protocol.send_request_async("lspInfer/stats", {})
 
     async def rest(self, uri: str, text: str, offset: int, first: Scored, started: float) -> Scored:
-        """The user rests after ``first``: wait until the model's lane is empty; if the server
-        said meanwhile that a suggestion is ready here, ask again, as the plugins do."""
+        """The user rests after ``first``: each time the server says a suggestion is ready
+        here, ask again, as the plugins do; until the model's lane has been empty for longer
+        than the pause after which the server picks the extra context again (context.idleMs,
+        1 s by default, and that pick's suggestion is offered too)."""
+        shown = Scored(first.suggestion, first.seconds)
+        deadline = time.monotonic() + 180
         self.ready.pop(uri, None)
-        deadline, quiet = time.monotonic() + 120, 0
-        while time.monotonic() < deadline and quiet < 2 and uri not in self.ready:
-            await asyncio.sleep(0.3)
-            quiet = quiet + 1 if (await self.stats()).queueDepth == 0 else 0
-        ready = self.ready.pop(uri, None)
-        if ready is None or ready.position.line != position(text, offset).line:
-            return Scored(first.suggestion, first.seconds)
-        again = await self.suggestion(uri, text, offset)
-        return Scored(again.suggestion, time.perf_counter() - started, again=True)
+        while time.monotonic() < deadline:
+            quiet = 0
+            while time.monotonic() < deadline and quiet < QUIET_POLLS and uri not in self.ready:
+                await asyncio.sleep(0.3)
+                quiet = quiet + 1 if (await self.stats()).queueDepth == 0 else 0
+            ready = self.ready.pop(uri, None)
+            if ready is None:
+                return shown
+            if ready.position.line == position(text, offset).line:
+                again = await self.suggestion(uri, text, offset)
+                shown = Scored(again.suggestion, time.perf_counter() - started, again=True)
+        return shown
 
     async def idle(self, seconds: float = 120) -> None:
         """Wait until the model has not evaluated a prompt token for 0.6 s."""

@@ -329,23 +329,32 @@ class _Found:
 Cached = tuple[str, float | None]
 
 
-def _offer_when_done(
-    flight: Flight, answered: str, still_there: Callable[[], bool], tell: Callable[[], None]
+def _offer_if_better(
+    offer: OfferAgain | None,
+    stats: Stats,
+    document: DocumentState,
+    flight: Flight,
+    text: str,
+    offset: int,
+    answered: str,
 ) -> None:
-    """After a cold start's answer: once ``flight`` (the whole window) has its suggestion,
-    ``tell`` the editor when it is one typing would be shown and not the one ``answered``
-    (most often the cold window's was hidden), so that it asks again while the cursor rests
-    there; the request finds it in the cache. Not once the user typed or asked again there
-    (``still_there``)."""
+    """Once ``flight`` (background work at the cursor: the whole window after a cold start's
+    answer, a new pick) has its suggestion, ``offer`` it to the editor when it is one typing
+    would be shown and not the one ``answered`` (most often a cold window's was hidden), so
+    that it asks again while the cursor rests there; the request finds it in the cache. Not
+    once anything was typed or asked in the document, or it was closed."""
+    if offer is None:
+        return
     threshold = flight.shape.settings.min_confidence
+    activity = document.activity
     assert flight.task is not None
 
     def done(task: asyncio.Future[Suggestion]) -> None:
-        if task.cancelled() or task.exception() is not None or not still_there():
+        if task.cancelled() or task.exception() is not None or document.activity != activity:
             return
-        whole = task.result()
-        if whole.text and whole.text != answered and not unsure(whole.confidence, threshold):
-            tell()
+        found = task.result()
+        if found.text and found.text != answered and not unsure(found.confidence, threshold):
+            stats.offered_again += offer(flight.uri, text, offset)
 
     flight.task.add_done_callback(done)
 
@@ -458,7 +467,7 @@ class Completions:
         # invoked a suggestion gets it (completion.minConfidence). A cold start's smaller
         # window is held to a stricter threshold (completion.coldStartConfidence): it guesses
         # more, and the whole window, evaluated next, answers the next request (and the
-        # editor is told to ask again when its suggestion is ready: _offer_when_done).
+        # editor is told to ask again when its suggestion is ready: _offer_if_better).
         threshold = max(
             shape.settings.min_confidence,
             0.0 if found.whole else shape.settings.cold_start_confidence,
@@ -468,7 +477,7 @@ class Completions:
         self.stats.answer(answer, found.source, (time.monotonic() - started) * 1000, hidden)
         self._after_answer(uri, text, offset, shape, answer, found.whole)
         if tuning.extra_enabled:
-            self._when_idle(uri, text, offset, tuning)
+            self._when_idle(uri, text, offset, tuning, answer)
         return Answer(answer, found.source, bool(shape.extra), found.choices, found.confidence,
                       hidden)  # fmt: skip
 
@@ -485,16 +494,7 @@ class Completions:
             # stopped by a keystroke and carried on at the next pause (as a new pick is).
             flight = Flight.at(uri, shape, text, offset, kind=FlightKind.WHOLE_WINDOW)
             self._launch(flight, text, offset)
-            if (offer := self.offer) is not None:
-                activity = document.activity
-
-                def still_there() -> bool:  # nothing typed or asked in the document since
-                    return self._documents.get(uri) is document and document.activity == activity
-
-                def tell() -> None:
-                    self.stats.offered_again += offer(uri, text, offset)
-
-                _offer_when_done(flight, answer, still_there, tell)
+            _offer_if_better(self.offer, self.stats, document, flight, text, offset, answer)
         elif answer and shape.settings.precompute and document.flight is None:
             # What would follow if the user accepted the suggestion, unless already known.
             accepted, cursor = text[:offset] + answer + text[offset:], offset + len(answer)
@@ -556,9 +556,10 @@ class Completions:
             document.pinned = self.extra_source.pick(uri, text, offset, budget)
         return document.pinned or ()
 
-    def _when_idle(self, uri: str, text: str, offset: int, tuning: Tuning) -> None:
+    def _when_idle(self, uri: str, text: str, offset: int, tuning: Tuning, answered: str) -> None:
         """After a pause, pick the extra context again; if it changed, compute the suggestion
-        here with it in the background (which also puts the new prompt in the KV cache)."""
+        here with it in the background (which also puts the new prompt in the KV cache).
+        ``answered``: the suggestion the request before the pause got."""
         document = self._document(uri)
         document.cancel_idle()
         assert tuning.extra_context is not None
@@ -573,7 +574,7 @@ class Completions:
                 # keystroke meanwhile cancels this timer, as it does the first.
                 document.idle = loop.call_later(pause, refresh)
                 return
-            self._evaluate_new_pick(uri, text, offset, tuning)
+            self._evaluate_new_pick(uri, text, offset, tuning, answered)
 
         async def prepare_then_refresh() -> None:
             assert self.extra_source is not None and tuning.extra_context is not None
@@ -588,9 +589,15 @@ class Completions:
 
         document.idle = loop.call_later(pause, start)
 
-    def _evaluate_new_pick(self, uri: str, text: str, offset: int, tuning: Tuning) -> None:
+    def _evaluate_new_pick(
+        self, uri: str, text: str, offset: int, tuning: Tuning, answered: str
+    ) -> None:
         """Pick the extra context; if it differs from the pinned one, evaluate it in the
-        background (a NEW_PICK flight) as the candidate to put in use once done."""
+        background (a NEW_PICK flight) as the candidate to put in use once done. Its
+        suggestion is offered where the cursor still rests when it is not the one
+        ``answered``: it is the suggestion an invoked request gets, which picks at once, and
+        without it the user who rests saw a worse one (bench/HISTORY.md, "The rested path
+        and the new pick")."""
         if self.extra_source is None or tuning.extra_context is None:
             return
         document = self._document(uri)
@@ -608,6 +615,7 @@ class Completions:
         flight = Flight.at(uri, Shape.of(tuning, fresh), text, offset, kind=FlightKind.NEW_PICK)
         self._launch(flight, text, offset)
         document.candidate = (fresh, flight)
+        _offer_if_better(self.offer, self.stats, document, flight, text, offset, answered)
 
     def _yield_background(self, uri: str) -> None:
         """The user is active: background work for other documents stops (one model lane),
@@ -770,6 +778,7 @@ class Completions:
         document = self._documents.pop(uri, None)
         if document is None:
             return
+        document.activity += 1  # what background work would offer is for nobody now
         if document.flight is not None:
             document.flight.stop(CancelReason.DOCUMENT_CLOSED)
         document.cancel_idle()

@@ -548,3 +548,52 @@ async def test_a_cold_starts_suggestion_is_held_to_the_stricter_threshold() -> N
     completions.document_closed("u")
     trusting = Tuning(replace(settings, cold_start_confidence=0.0), "m")
     assert await completions.suggest("u", DOC, CURSOR, trusting) == "a - b"
+
+
+def offer_recorder() -> tuple[list[tuple[str, int]], Callable[[str, str, int], bool]]:
+    offered: list[tuple[str, int]] = []
+
+    def offer(uri: str, text: str, offset: int) -> bool:
+        offered.append((uri, offset))
+        return True
+
+    return offered, offer
+
+
+def with_other_file_seen(char_seconds: float = 0.005) -> ScriptedBackend:
+    """A model that writes another line once it sees the other file's code."""
+    backend = ScriptedBackend(
+        ModelLane(),
+        lambda before: "helper()" if backend.extras[-1] else "a + b",
+        char_seconds,
+    )
+    return backend
+
+
+async def test_a_new_picks_suggestion_is_offered_where_the_cursor_rests() -> None:
+    offered, offer = offer_recorder()
+    backend = with_other_file_seen()
+    completions = Completions(CompletionEngine(backend), backend.lane, CountingContext(), offer)
+    typing = Tuning(SETTINGS, "m", ExtraContextSettings(idle_ms=100))
+    assert await completions.suggest("u", DOC, CURSOR, typing) == "a + b"  # no pick yet
+    # The user rests: the pause's pick is evaluated, and the editor told to ask again ...
+    await until(lambda: offered)
+    assert offered == [("u", CURSOR)] and completions.stats.offered_again == 1
+    # ... which the cache answers with the new pick's suggestion.
+    runs = len(backend.runs)
+    assert await completions.suggest("u", DOC, CURSOR, typing) == "helper()"
+    assert len(backend.runs) == runs
+
+
+async def test_no_new_pick_is_offered_once_the_user_typed() -> None:
+    offered, offer = offer_recorder()
+    backend = with_other_file_seen(char_seconds=0.05)
+    completions = Completions(CompletionEngine(backend), backend.lane, CountingContext(), offer)
+    typing = Tuning(SETTINGS, "m", ExtraContextSettings(idle_ms=100))
+    assert await completions.suggest("u", DOC, CURSOR, typing) == "a + b"
+    await until(lambda: backend.extras[-1])  # the new pick's evaluation started
+    text, _offset = typed(DOC, CURSOR, "a")
+    completions.document_changed("u", text)
+    await until(lambda: flight_of(completions, "u") is None)
+    await asyncio.sleep(0.1)
+    assert offered == [] and completions.stats.offered_again == 0

@@ -3,7 +3,8 @@
  * seen), the server answers typing from a smaller window, and most often hides that answer (the
  * model is unsure). It evaluates the whole window in the background, and when that suggestion
  * is ready (and typing would be shown it), it tells the editor where; the extension asks again
- * there if the user is still there, so the suggestion appears without another keystroke.
+ * there if the user is still there, so the suggestion appears without another keystroke. The
+ * same comes after a pause when the suggestion with newly picked extra context is another one.
  *
  * VS Code's way to ask again is `editor.action.inlineSuggest.trigger`, whose request is an
  * Invoked one. The server takes Invoked for the user's key (the team server, several choices, no

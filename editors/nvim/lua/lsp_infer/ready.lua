@@ -5,7 +5,8 @@
 -- result: the runtime and the fallback ask only when the user enters insert mode, moves or
 -- types, and the user is waiting for a suggestion, doing none of these. So the server tells the
 -- editor where it is ready, and the plugin asks again there, as an automatic request (the
--- server answers it at once from its cache).
+-- server answers it at once from its cache). The same happens when a pause's new pick of
+-- other files' code gives another suggestion where the cursor rests.
 --
 -- Announced in the client's capabilities (experimental.lspInfer.suggestionReady, config.lua).
 -- Only the current buffer, in insert mode, unchanged since (the same LSP version), with the
