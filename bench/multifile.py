@@ -32,6 +32,8 @@ smaller window (completion.coldStartMs), of all generations.
     python bench/multifile.py --switch-every 0 --parts typing --configs nocontext,defs
                               # no extra context vs. definitions from jedi-language-server
     python bench/multifile.py --parts typing --configs 0.5b,1.5b   # the embedded models
+    python bench/multifile.py --switch-every 0 --parts typing --configs 0.5b,ready
+                              # a client that asks again at lspInfer/suggestionReady, or not
 
 "right" counts the pauses whose suggestion's first line is the line the typist types next.
 """
@@ -46,6 +48,7 @@ import concurrent.futures
 import json
 import os
 import platform
+import queue
 import shutil
 import statistics
 import sys
@@ -84,9 +87,13 @@ CONFIGS = {
     # One embedded model each (model.name), the cache on: the per-model figures of BENCHMARKS.
     "0.5b": {"model": {"name": "qwen2.5-coder-0.5b"}},
     "1.5b": {"model": {"name": "qwen2.5-coder-1.5b"}},
+    # The 0.5B, and a client that announces lspInfer/suggestionReady and asks again where the
+    # cursor still rests, as both editor plugins do (beside "0.5b": what the re-asks cost).
+    "ready": {"model": {"name": "qwen2.5-coder-0.5b"}},
 }
 WARMING = {"warm"}  # the configurations whose client warms
 DEFINING = {"defs"}  # the configurations whose client answers lspInfer/definitions
+READYING = {"ready"}  # the configurations whose client asks again at lspInfer/suggestionReady
 
 
 @dataclass
@@ -122,10 +129,13 @@ def load_file(module: str, function: str, index: int, max_lines: int) -> File:
 class Typist:
     server: RawServer
     key_seconds: float
+    reasks: bool = False  # asks again at lspInfer/suggestionReady (the "ready" client)
     pending: int | None = None
     last_key: float = 0.0
     keystrokes: int = 0
     answer: dict[str, Any] = field(default_factory=dict)
+    reasked: int = 0  # requests sent at lspInfer/suggestionReady
+    file: File | None = None  # the file the cursor is in
 
     def position(self, file: File) -> dict[str, int]:
         """The cursor, as an LSP position."""
@@ -144,6 +154,7 @@ class Typist:
         file.version += 1
         file.text = file.text[: file.offset] + text + file.text[file.offset :]
         file.offset += len(text)
+        self.file = file
         self.server.change(file.uri, file.version, at, at, text)
         if self.pending is not None and not self.server.responses.get(self.pending):
             self.server.notify("$/cancelRequest", {"id": self.pending})
@@ -157,8 +168,27 @@ class Typist:
         assert self.pending is not None
         self.answer = self.server.wait(self.pending, timeout=300)
         elapsed = time.perf_counter() - self.last_key
-        time.sleep(max(0.0, at_least - elapsed))
+        self.rest(max(0.0, at_least - elapsed))
         return elapsed * 1000
+
+    def rest(self, seconds: float) -> None:
+        """The cursor rests: a re-asking client asks again where lspInfer/suggestionReady
+        says a suggestion is ready, if that is still the cursor and the document's version."""
+        until = time.perf_counter() + seconds
+        while (left := until - time.perf_counter()) > 0:
+            try:
+                message = self.server.notifications.get(timeout=min(left, 0.05))
+            except queue.Empty:
+                continue
+            file = self.file
+            if not self.reasks or message.get("method") != "lspInfer/suggestionReady" or not file:
+                continue
+            params = message["params"]
+            here = params["textDocument"] == {"uri": file.uri, "version": file.version}
+            if here and params["position"] == self.position(file):
+                cursor = params["position"]
+                self.pending = self.server.inline(file.uri, cursor["line"], cursor["character"])
+                self.reasked += 1
 
     def suggested_first_line(self) -> str:
         """The first line of the last answer's suggestion ("" for none)."""
@@ -184,6 +214,7 @@ class Run:
     pauses: dict[str, list[float]] = field(default_factory=dict)  # kind → ms
     rss_mb: list[float] = field(default_factory=list)
     keystrokes: int = 0
+    reasked: int = 0  # requests the "ready" client sent at lspInfer/suggestionReady
     # Pauses before a line still to type, and those whose suggestion's first line was it.
     asked: int = 0
     right: int = 0
@@ -196,7 +227,9 @@ def rss_mb(pid: int) -> float:
     return int(next(line.split()[1] for line in status if line.startswith("VmRSS"))) / 1024
 
 
-def start(options: dict[str, Any], answerer: DefinitionsAnswerer | None = None) -> RawServer:
+def start(
+    options: dict[str, Any], answerer: DefinitionsAnswerer | None = None, ready: bool = False
+) -> RawServer:
     log_file = os.environ.get("MULTIFILE_SERVER_LOG", "")
     # States on disk (the disk configuration) go to a directory of this server's own: a run
     # never starts from what an earlier one left.
@@ -205,7 +238,9 @@ def start(options: dict[str, Any], answerer: DefinitionsAnswerer | None = None) 
     server = RawServer(root=Path("/bench"), log_file=log_file, env={"LSP_INFER_STATE_DIR": states})
     if answerer:
         server.handlers["lspInfer/definitions"] = answerer.handle
-    server.initialize(options, {"lspInfer": {"definitions": True}} if answerer else None)
+    announced = {"definitions": True} if answerer else {}
+    announced |= {"suggestionReady": True} if ready else {}
+    server.initialize(options, {"lspInfer": announced} if announced else None)
     server.wait(server.request("lspInfer/stats", {}), timeout=120)  # the model is loading
     return server
 
@@ -254,16 +289,20 @@ class DefinitionsAnswerer:
 
 
 def typing(
-    args: argparse.Namespace, options: dict[str, Any], warming: bool = False, defs: bool = False
+    args: argparse.Namespace,
+    options: dict[str, Any],
+    warming: bool = False,
+    defs: bool = False,
+    ready: bool = False,
 ) -> Run:
     files = [
         load_file(module, signature, index, args.lines)
         for index, (module, signature) in enumerate(FUNCTIONS[: args.files])
     ]
     answerer = DefinitionsAnswerer(files) if defs else None
-    server = start(options, answerer)
+    server = start(options, answerer, ready)
     run = Run()
-    typist = Typist(server, args.key_ms / 1000)
+    typist = Typist(server, args.key_ms / 1000, reasks=ready)
     for file in files:
         server.open(file.uri, file.text)
     typed_lines = 0
@@ -293,9 +332,10 @@ def typing(
             kind = "same"
             typed_lines += 1
             if args.read_every and typed_lines % args.read_every == 0:
-                time.sleep(args.read_ms / 1000)
+                typist.rest(args.read_ms / 1000)
         current = (current + 1) % len(files)
     run.keystrokes = typist.keystrokes
+    run.reasked = typist.reasked
     run.stats = server.wait(server.request("lspInfer/stats", {}))["result"]
     server.close()
     if answerer:
@@ -366,7 +406,8 @@ def report_typing(runs: dict[str, Run]) -> None:
               f"{run.stats.get('warms', 0):5} {run.right:4}/{run.asked:<4}")  # fmt: skip
         model = run.stats.get("model", {})
         print(f"{'':6} model {model.get('name')} (profile {model.get('profile')}, order "
-              f"{model.get('order')})")  # fmt: skip
+              f"{model.get('order')})" + (f"; asked again at suggestionReady {run.reasked}"
+                                          if name in READYING else ""))  # fmt: skip
     if {"off", "on"} <= runs.keys():
         off = [p for kind in runs["off"].pauses.values() for p in kind]
         on = [p for kind in runs["on"].pauses.values() for p in kind]
@@ -382,13 +423,8 @@ def report_typing(runs: dict[str, Run]) -> None:
         if off95 and on95:
             print(f"p95 after each file's first suggestion, off / on: {off95 / on95:.2f}x "
                   f"({off95:.0f} / {on95:.0f} ms)")  # fmt: skip
-    if {"0.5b", "1.5b"} <= runs.keys():
-        small, larger = ([p for kind in runs[n].pauses.values() for p in kind]
-                         for n in ("0.5b", "1.5b"))  # fmt: skip
-        for fraction in (0.5, 0.95):
-            a, b = percentile(larger, fraction), percentile(small, fraction)
-            if a and b:
-                print(f"p{round(fraction * 100)} 1.5b / 0.5b: {a / b:.2f}x ({a:.0f} / {b:.0f} ms)")
+    print_ratios(runs, "1.5b", "0.5b", "1.5b / 0.5b")
+    print_ratios(runs, "ready", "0.5b", "asking again at suggestionReady / not")
     if {"nocontext", "defs"} <= runs.keys():
         plain, defs = ([p for kind in runs[n].pauses.values() for p in kind]
                        for n in ("nocontext", "defs"))  # fmt: skip
@@ -407,6 +443,17 @@ def report_typing(runs: dict[str, Run]) -> None:
             print(f"{name}: state cache {json.dumps(state)}")
         print(f"{name}: pauses ms " + json.dumps({k: [round(p) for p in v]
                                                    for k, v in run.pauses.items()}))  # fmt: skip
+
+
+def print_ratios(runs: dict[str, Run], name: str, baseline: str, label: str) -> None:
+    """p50 and p95 of every pause of configuration ``name`` over ``baseline``'s, when both ran."""
+    if {name, baseline} <= runs.keys():
+        pauses, base = ([p for kind in runs[n].pauses.values() for p in kind]
+                        for n in (name, baseline))  # fmt: skip
+        for fraction in (0.5, 0.95):
+            a, b = percentile(pauses, fraction), percentile(base, fraction)
+            if a and b:
+                print(f"p{round(fraction * 100)} {label}: {a / b:.2f}x ({a:.0f} / {b:.0f} ms)")
 
 
 def report_switch(results: dict[str, dict[str, list[float]]]) -> None:
@@ -456,7 +503,9 @@ def main() -> None:
             options["model"] = {**extra["model"], **CONFIGS[name]["model"]}
         started = time.perf_counter()
         if "typing" in parts:
-            typing_runs[name] = typing(args, options, name in WARMING, name in DEFINING)
+            typing_runs[name] = typing(
+                args, options, name in WARMING, name in DEFINING, name in READYING
+            )
         if "switch" in parts:
             switch_runs[name] = switch(args, options)
         print(f"  {name}: {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
