@@ -425,13 +425,7 @@ def report_typing(runs: dict[str, Run]) -> None:
                   f"({off95:.0f} / {on95:.0f} ms)")  # fmt: skip
     print_ratios(runs, "1.5b", "0.5b", "1.5b / 0.5b")
     print_ratios(runs, "ready", "0.5b", "asking again at suggestionReady / not")
-    if {"nocontext", "defs"} <= runs.keys():
-        plain, defs = ([p for kind in runs[n].pauses.values() for p in kind]
-                       for n in ("nocontext", "defs"))  # fmt: skip
-        plain95, defs95 = percentile(plain, 0.95), percentile(defs, 0.95)
-        if plain95 and defs95:
-            print(f"p95 with definitions / without extra context: {defs95 / plain95:.2f}x "
-                  f"({defs95:.0f} / {plain95:.0f} ms)")  # fmt: skip
+    print_ratios(runs, "defs", "nocontext", "with definitions / without extra context")
     for name, run in runs.items():
         if run.stats.get("definitions", {}).get("supported"):
             print(
